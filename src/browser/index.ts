@@ -1,0 +1,2 @@
+// weir for browsers: everything in 'weir'; browser-only storages (IndexedDB) join here.
+export * from '../index';

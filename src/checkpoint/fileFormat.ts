@@ -1,0 +1,56 @@
+import CRC32 from 'crc-32';
+import { CheckpointCorruptedError } from '../core/errors';
+
+/**
+ * Every persisted file: one header line of JSON — `{"weir":"state","version":1,"length":N,"crc32":C}` — then N bytes of
+ * JSON payload whose CRC-32 is C. The header makes files self-describing (`head -1` tells what a file is), the
+ * length catches truncation and extension, the checksum catches corruption, and the kind catches a file of another
+ * kind (or another program) in the wrong place.
+ */
+export const FORMAT_VERSION = 1;
+
+export type FileKind = 'state' | 'metadata';
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder('utf-8', { fatal: true });
+const NEWLINE = 0x0a;
+const MAX_HEADER = 256;
+
+export function encodeFile(kind: FileKind, payload: unknown): Uint8Array {
+  const body = encoder.encode(JSON.stringify(payload));
+  const header = encoder.encode(
+    `${JSON.stringify({ weir: kind, version: FORMAT_VERSION, length: body.length, crc32: CRC32.buf(body) })}\n`,
+  );
+  const file = new Uint8Array(header.length + body.length);
+  file.set(header, 0);
+  file.set(body, header.length);
+  return file;
+}
+
+/** Checks and parses a file written by `encodeFile`; `name` goes into the error, which says what is wrong. */
+export function decodeFile(kind: FileKind, bytes: Uint8Array, name: string): unknown {
+  const corrupt = (what: string) =>
+    new CheckpointCorruptedError(`${name}: ${what}; the file is damaged or was not written by weir — restore from another checkpoint`);
+  const end = bytes.subarray(0, MAX_HEADER).indexOf(NEWLINE);
+  if (end < 0) throw corrupt('no weir header');
+  let header: { weir?: unknown; version?: unknown; length?: unknown; crc32?: unknown };
+  try {
+    header = JSON.parse(decoder.decode(bytes.subarray(0, end)));
+  } catch {
+    throw corrupt('unreadable weir header');
+  }
+  if (header === null || typeof header !== 'object' || header.weir !== kind) throw corrupt(`not a weir ${kind} file`);
+  if (header.version !== FORMAT_VERSION) {
+    throw new CheckpointCorruptedError(
+      `${name}: format version ${String(header.version)} is not supported by this weir (it reads version ${FORMAT_VERSION})`,
+    );
+  }
+  const body = bytes.subarray(end + 1);
+  if (header.length !== body.length) throw corrupt(`expected ${String(header.length)} payload bytes, found ${body.length} (truncated or extended)`);
+  if (header.crc32 !== CRC32.buf(body)) throw corrupt('checksum mismatch');
+  try {
+    return JSON.parse(decoder.decode(body));
+  } catch {
+    throw corrupt('payload is not valid JSON');
+  }
+}

@@ -1,0 +1,51 @@
+import type { Json, KeyedStatePayload } from '../core/types';
+
+/**
+ * The logical layout every checkpoint storage shares (so one inspector reads them all):
+ *
+ *     <job>/chk-<id>/<uid>.<subtask>.kg-<start>-<end>   one state file per operator instance
+ *     <job>/chk-<id>/_metadata                          written last: a checkpoint without it does not exist
+ */
+export const METADATA_FILE = '_metadata';
+
+export function checkpointDir(job: string, id: number): string {
+  return `${job}/chk-${id}`;
+}
+
+/** The checkpoint id of a `chk-<id>` directory name, or undefined for anything else. */
+export function checkpointIdOf(name: string): number | undefined {
+  const match = /^chk-(\d+)$/.exec(name);
+  return match ? Number(match[1]) : undefined;
+}
+
+export function stateFileName(uid: string, subtask: number, range: { start: number; end: number } | undefined): string {
+  const safeUid = encodeURIComponent(uid);
+  return range ? `${safeUid}.${subtask}.kg-${range.start}-${range.end}` : `${safeUid}.${subtask}`;
+}
+
+/** What one operator instance persisted: keyed state by key group, and/or operator (non-keyed) state. */
+export interface OperatorStatePayload {
+  uid: string;
+  keyed?: KeyedStatePayload;
+  operator?: Json;
+}
+
+export type OperatorRole = 'source' | 'operator' | 'sink';
+
+export interface StateFileEntry {
+  file: string;
+  subtask: number;
+  keyGroups: [number, number] | null;
+  bytes: number;
+}
+
+/** The `_metadata` payload: everything needed to find and check a checkpoint's files. */
+export interface CheckpointMetadata {
+  job: string;
+  id: number;
+  kind: 'checkpoint';
+  timestamp: number;
+  maxParallelism: number;
+  operators: { uid: string; role: OperatorRole; files: StateFileEntry[] }[];
+  stats: { durationMs: number; bytes: number };
+}

@@ -1,0 +1,225 @@
+import { Observable, share, type Subscription } from 'rxjs';
+import type { CheckpointCoordinator } from '../checkpoint/coordinator';
+import type { LoadedCheckpoint } from '../checkpoint/loadCheckpoint';
+import type { OperatorRole, OperatorStatePayload } from '../checkpoint/layout';
+import { CheckpointBarrier, ControlElement, type StreamElement } from './elements';
+import { NonReplayableSourceError } from './errors';
+import type { GraphNode, TaskContext } from './graph';
+import type { JobGraph } from './jobGraph';
+import { SourceRunner } from './sourceRunner';
+import type { Json, KeyedStateBackend, Scheduler, SinkWriter, StateBackend } from './types';
+
+export interface ExecutionOptions {
+  graph: JobGraph;
+  scheduler: Scheduler;
+  stateBackend: StateBackend;
+  maxParallelism: number;
+  chunkSize: number;
+  /** Absent when checkpointing is off. */
+  coordinator: CheckpointCoordinator | undefined;
+  restored: LoadedCheckpoint | undefined;
+  /** True when restoring a persisted checkpoint at job start, false for a restart within this process. */
+  restoringAtStart: boolean;
+}
+
+/**
+ * One attempt at running a job: builds every node's runtime from the graph, wires sources, operators and sinks,
+ * and ends when every sink has seen the end of input (and, with checkpointing, the final checkpoint completed),
+ * or when anything fails. A restart is a new Execution restored from the latest checkpoint.
+ */
+export class Execution {
+  readonly done: Promise<void>;
+  private resolveDone!: () => void;
+  private rejectDone!: (error: unknown) => void;
+  private readonly runners: SourceRunner<unknown>[] = [];
+  private readonly writers: SinkWriter<unknown>[] = [];
+  private readonly backends: KeyedStateBackend[] = [];
+  private readonly subscriptions: Subscription[] = [];
+  private finishedSources = 0;
+  private sourceCount = 0;
+  private ended = false;
+
+  constructor(private readonly options: ExecutionOptions) {
+    this.done = new Promise<void>((resolve, reject) => ((this.resolveDone = resolve), (this.rejectDone = reject)));
+    // The caller may never look at `done` of an attempt that failed during setup; its error reaches it via `start`.
+    this.done.catch(() => undefined);
+  }
+
+  async start(): Promise<void> {
+    const { graph, coordinator } = this.options;
+    const consumers = graph.consumers();
+    const outputs = new Map<GraphNode, Observable<StreamElement<unknown>>>();
+    const sinks: Observable<StreamElement<unknown>>[] = [];
+    const tasks = new Map<string, OperatorRole>();
+    for (const node of graph.nodes) {
+      const task = this.taskContext(node);
+      let output: Observable<StreamElement<unknown>>;
+      if (node.source) {
+        output = await this.sourceOutput(node, task);
+        this.sourceCount++;
+      } else if (node.sink) {
+        output = await this.sinkOutput(node, task, outputs.get(node.inputs[0]!)!);
+        sinks.push(output);
+      } else {
+        output = node.build!(task, outputs.get(node.inputs[0]!)!);
+      }
+      if (node.stateful) tasks.set(node.uid, node.role);
+      outputs.set(node, consumers.get(node)!.length > 1 ? output.pipe(share()) : output);
+    }
+    coordinator?.attach({
+      tasks,
+      injectBarrier: (barrier) => this.runners.forEach((runner) => runner.inject(barrier)),
+      notifyComplete: async (id) => {
+        await Promise.all(this.writers.map((writer) => writer.commit?.(id)));
+      },
+      fail: (error) => this.fail(error),
+    });
+    let completedSinks = 0;
+    const sinksDone = new Promise<void>((resolve) => {
+      for (const sink of sinks) {
+        this.subscriptions.push(
+          sink.subscribe({
+            error: (error) => this.fail(error),
+            complete: () => {
+              if (++completedSinks === sinks.length) resolve();
+            },
+          }),
+        );
+      }
+      if (sinks.length === 0) resolve();
+    });
+    sinksDone.then(() => this.finalCheckpoint).then(() => this.succeed(), (error) => this.fail(error));
+    for (const runner of this.runners) runner.run().catch((error) => this.fail(error));
+  }
+
+  /** Settles when the final checkpoint completed (immediately without checkpointing). */
+  private finalCheckpoint: Promise<unknown> = Promise.resolve();
+
+  /** Graceful stop: sources stop reading, in-flight records drain, the final checkpoint commits the sinks. */
+  drain(): void {
+    this.runners.forEach((runner) => runner.drain());
+  }
+
+  /** Ends the attempt at once; uncommitted output is discarded. */
+  cancel(reason: unknown): void {
+    this.fail(reason);
+  }
+
+  private onSourceFinished(): void {
+    if (++this.finishedSources < this.sourceCount) return;
+    const { coordinator } = this.options;
+    if (!coordinator) {
+      this.runners.forEach((runner) => runner.complete());
+      return;
+    }
+    // Flink's final checkpoint: everything the sinks hold is committed before the job reports success.
+    this.finalCheckpoint = coordinator.trigger(true);
+    this.finalCheckpoint.catch((error) => this.fail(error));
+  }
+
+  private async sourceOutput(node: GraphNode, task: TaskContext): Promise<Observable<StreamElement<unknown>>> {
+    const source = node.source!;
+    const offset = (task.restoredOperatorState as { offset?: Json } | undefined)?.offset;
+    if (offset !== undefined && !source.replayable && this.options.restoringAtStart) {
+      throw new NonReplayableSourceError(
+        `source '${node.uid}' (${source.name}) cannot resume at a saved position, so the checkpoint cannot be restored exactly; ` +
+          'use a replayable source (fromArray, fromIterable, fromFile, …) or start the job without restore',
+      );
+    }
+    const reader = await source.open({ uid: node.uid, restoredOffset: source.replayable ? offset : undefined });
+    return new Observable<StreamElement<unknown>>((subscriber) => {
+      const runner = new SourceRunner(reader, subscriber, {
+        chunkSize: this.options.chunkSize,
+        snapshot: (barrier, position, forward) => task.snapshot(barrier, { operator: { offset: position } }, forward),
+        finished: () => this.onSourceFinished(),
+      });
+      this.runners.push(runner);
+      return () => runner.stop();
+    });
+  }
+
+  private async sinkOutput(node: GraphNode, task: TaskContext, input: Observable<StreamElement<unknown>>): Promise<Observable<never>> {
+    const writer = await node.sink!.open({
+      uid: node.uid,
+      restoredState: task.restoredOperatorState,
+      checkpointing: this.options.coordinator !== undefined,
+    });
+    this.writers.push(writer);
+    return new Observable<never>((subscriber) =>
+      input.subscribe({
+        next(element) {
+          try {
+            if (!(element instanceof ControlElement)) writer.write(element);
+            else if (element instanceof CheckpointBarrier) task.snapshot(element, { operator: writer.snapshot?.(element.id) ?? null }, () => undefined);
+          } catch (error) {
+            subscriber.error(error);
+          }
+        },
+        error: (error) => subscriber.error(error),
+        complete() {
+          Promise.resolve()
+            .then(() => writer.finish())
+            .then(
+              () => subscriber.complete(),
+              (error) => subscriber.error(error),
+            );
+        },
+      }),
+    );
+  }
+
+  private taskContext(node: GraphNode): TaskContext {
+    const { coordinator, restored, stateBackend, maxParallelism, scheduler, graph } = this.options;
+    const saved: OperatorStatePayload[] = restored?.states.get(node.uid) ?? [];
+    const range = { start: 0, end: maxParallelism - 1 };
+    let backend: KeyedStateBackend | undefined;
+    return {
+      uid: node.uid,
+      job: graph.jobName,
+      scheduler,
+      checkpointing: coordinator !== undefined,
+      restoredOperatorState: saved[0]?.operator,
+      keyedBackend: () => {
+        if (backend) return backend;
+        backend = stateBackend.createKeyedBackend({ uid: node.uid, maxParallelism, keyGroupRange: range });
+        backend.restore(saved.flatMap((payload) => (payload.keyed ? [payload.keyed] : [])));
+        this.backends.push(backend);
+        return backend;
+      },
+      snapshot: (barrier, capture, forward) => {
+        const keyed = capture.keyed;
+        forward();
+        coordinator?.persist(
+          barrier.id,
+          node.uid,
+          keyed ? range : undefined,
+          async () => ({ uid: node.uid, keyed: keyed?.materialize(), operator: (await capture.operator) ?? undefined }),
+          keyed ? () => keyed.release() : undefined,
+        );
+      },
+    };
+  }
+
+  private succeed(): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.options.coordinator?.detach(new Error('the job finished'));
+    this.teardown();
+    this.resolveDone();
+  }
+
+  private fail(error: unknown): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.options.coordinator?.detach(error);
+    this.teardown();
+    for (const writer of this.writers) Promise.resolve().then(() => writer.abort()).catch(() => undefined);
+    this.rejectDone(error);
+  }
+
+  private teardown(): void {
+    this.subscriptions.forEach((subscription) => subscription.unsubscribe());
+    this.runners.forEach((runner) => runner.stop());
+    this.backends.forEach((backend) => backend.dispose());
+  }
+}

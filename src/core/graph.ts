@@ -1,0 +1,38 @@
+import type { Observable } from 'rxjs';
+import type { OperatorRole } from '../checkpoint/layout';
+import type { CheckpointBarrier, StreamElement } from './elements';
+import type { Json, KeyedSnapshot, KeyedStateBackend, Key, Scheduler, Sink, Source } from './types';
+
+/** What a node's runtime gets from the job for one attempt: its identity, state and the checkpoint hooks. */
+export interface TaskContext {
+  readonly uid: string;
+  readonly job: string;
+  readonly scheduler: Scheduler;
+  readonly checkpointing: boolean;
+  /** Operator state this task saved in the checkpoint being restored. */
+  readonly restoredOperatorState: Json | undefined;
+  /** The task's keyed state backend, created (and restored) on first use. */
+  keyedBackend(): KeyedStateBackend;
+  /**
+   * Barrier handling for a stateful task: captures state synchronously, lets the barrier go on, then persists
+   * the capture in the background and acknowledges it to the checkpoint coordinator.
+   */
+  snapshot(barrier: CheckpointBarrier, capture: { keyed?: KeyedSnapshot; operator?: Json | Promise<Json> }, forward: () => void): void;
+}
+
+/** The parts of a graph node the runtime builds for each attempt; data flows from `inputs` to the node. */
+export interface GraphNode {
+  readonly id: number;
+  readonly uid: string;
+  readonly role: OperatorRole;
+  /** Acknowledges every checkpoint with a state file (sources, keyed operators, sinks). */
+  readonly stateful: boolean;
+  readonly inputs: readonly GraphNode[];
+  readonly source?: Source<unknown>;
+  readonly sink?: Sink<unknown>;
+  /** Builds the node's observable for one attempt (not used for sources, which the job drives). */
+  build?(task: TaskContext, input: Observable<StreamElement<unknown>>): Observable<StreamElement<unknown>>;
+}
+
+/** Extracts the key of a record; recorded on keyed flows and applied by the keyed operator that follows. */
+export type KeySelector<T> = (value: T) => Key;

@@ -1,0 +1,154 @@
+import type { CheckpointCoordinator } from '../checkpoint/coordinator';
+import type { CheckpointStats } from '../checkpoint/checkpointStats';
+import type { LoadedCheckpoint } from '../checkpoint/loadCheckpoint';
+import { JobDefinitionError, WeirError } from './errors';
+import { Execution, type ExecutionOptions } from './execution';
+import type { RestartStrategy } from './restartStrategy';
+import type { Scheduler } from './types';
+
+/** How a job ended. */
+export interface JobResult {
+  readonly status: 'finished' | 'stopped' | 'cancelled';
+  /** Restarts after failures. */
+  readonly restarts: number;
+  /** Checkpoints completed by this run, oldest first. */
+  readonly checkpoints: readonly CheckpointStats[];
+  /** The checkpoint the job started from, if it was restored. */
+  readonly restoredFrom: string | undefined;
+}
+
+export interface RunSetup {
+  job: string;
+  scheduler: Scheduler;
+  interval: number | undefined;
+  coordinator: CheckpointCoordinator | undefined;
+  restartStrategy: RestartStrategy;
+  execution: Omit<ExecutionOptions, 'restored' | 'restoringAtStart'>;
+  /** Finds the checkpoint to start from (and prepares the coordinator); undefined for a fresh start. */
+  restoreAtStart(): Promise<LoadedCheckpoint | undefined>;
+  /** The checkpoint to restart from after a failure, given the checkpoint the run started from. */
+  restoreAfterFailure(startedFrom: LoadedCheckpoint | undefined): Promise<LoadedCheckpoint | undefined>;
+}
+
+/**
+ * A started job: runs attempts until the input ends, restarting from the latest completed checkpoint after a
+ * failure as the restart strategy allows, and triggers periodic checkpoints meanwhile.
+ */
+export class RunningJob {
+  /** Resolves when the job has finished (its output committed); rejects with the error that made it fail. */
+  readonly done: Promise<JobResult>;
+  private execution: Execution | undefined;
+  private status = 'finished' as JobResult['status'];
+  private restartCount = 0;
+  private restoredFrom: string | undefined;
+  private ended = false;
+  private cancelRestartDelay: (() => void) | undefined;
+
+  constructor(private readonly setup: RunSetup) {
+    this.done = this.run();
+  }
+
+  /** Restarts so far. */
+  get restarts(): number {
+    return this.restartCount;
+  }
+
+  /** Checkpoints completed by this run, oldest first. */
+  get checkpoints(): readonly CheckpointStats[] {
+    return this.setup.coordinator?.history ?? [];
+  }
+
+  /**
+   * Takes a checkpoint now; resolves with its stats once it is complete and the sinks committed.
+   * @example const { id, durationMs, bytes, path } = await running.checkpoint();
+   */
+  checkpoint(): Promise<CheckpointStats> {
+    const { coordinator, job } = this.setup;
+    if (!coordinator) {
+      return Promise.reject(new JobDefinitionError(`job '${job}' has checkpointing off; pass checkpoints: { storage, interval } to createJob`));
+    }
+    return coordinator.trigger();
+  }
+
+  /** Stops reading the sources, drains in-flight records, takes a final checkpoint, commits sinks, and ends. */
+  stop(): Promise<JobResult> {
+    if (!this.ended) {
+      this.status = 'stopped';
+      this.execution?.drain();
+    }
+    return this.done;
+  }
+
+  /** Ends the job at once; output not yet committed is discarded, completed checkpoints stay. */
+  cancel(): Promise<JobResult> {
+    if (!this.ended) {
+      this.status = 'cancelled';
+      this.execution?.cancel(new WeirError(`job '${this.setup.job}' was cancelled`));
+      this.cancelRestartDelay?.();
+    }
+    return this.done.catch(() => this.result());
+  }
+
+  private cancelled(): boolean {
+    return this.status === 'cancelled';
+  }
+
+  private result(): JobResult {
+    return { status: this.status, restarts: this.restartCount, checkpoints: this.checkpoints, restoredFrom: this.restoredFrom };
+  }
+
+  private async run(): Promise<JobResult> {
+    const { setup } = this;
+    const stopTimer = this.startCheckpointTimer();
+    try {
+      const startedFrom = await setup.restoreAtStart();
+      this.restoredFrom = startedFrom?.path;
+      let restored = startedFrom;
+      for (;;) {
+        const execution = new Execution({ ...setup.execution, restored, restoringAtStart: restored === startedFrom && this.restartCount === 0 });
+        this.execution = execution;
+        try {
+          if (this.cancelled()) return this.result();
+          await execution.start();
+          if (this.status === 'stopped') execution.drain();
+          await execution.done;
+          return this.result();
+        } catch (error) {
+          execution.cancel(error);
+          if (this.cancelled()) return this.result();
+          const delay = setup.restartStrategy(this.restartCount + 1);
+          if (delay === undefined) throw error;
+          this.restartCount++;
+          await this.sleep(delay);
+          if (this.cancelled()) return this.result();
+          await setup.coordinator?.settled();
+          restored = await setup.restoreAfterFailure(startedFrom);
+        }
+      }
+    } finally {
+      this.ended = true;
+      stopTimer();
+    }
+  }
+
+  private startCheckpointTimer(): () => void {
+    const { interval, coordinator, scheduler } = this.setup;
+    if (!coordinator || interval === undefined) return () => undefined;
+    const action = scheduler.schedule(function tick(this: { schedule(state?: unknown, delay?: number): unknown }) {
+      // Periodic checkpoints skip a beat while one is still in flight (maxConcurrent = 1).
+      if (!coordinator.busy) coordinator.trigger().catch(() => undefined);
+      this.schedule(undefined, interval);
+    }, interval);
+    return () => action.unsubscribe();
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const action = this.setup.scheduler.schedule(() => resolve(), ms);
+      this.cancelRestartDelay = () => {
+        action.unsubscribe();
+        resolve();
+      };
+    });
+  }
+}

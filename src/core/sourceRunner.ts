@@ -1,0 +1,111 @@
+import type { Subscriber } from 'rxjs';
+import type { CheckpointBarrier, StreamElement } from './elements';
+import type { Json, SourceReader } from './types';
+import { yieldToEventLoop } from './yieldToEventLoop';
+
+export interface SourceRunnerHooks {
+  /** Records per read: big enough to amortise the yield, small enough that barriers are not held back long. */
+  readonly chunkSize: number;
+  /** The barrier is about to be emitted after the record at `offset`: acknowledge the offset. */
+  snapshot(barrier: CheckpointBarrier, offset: Json, forward: () => void): void;
+  /** The input is exhausted (or the job is stopping): the job decides when the flow ends. */
+  finished(): void;
+}
+
+/**
+ * Drives one source for one attempt: reads a chunk, emits it synchronously, yields to the event loop, repeats.
+ * Barriers go in only between chunks, right after the offset they record, which is what makes a checkpoint's cut
+ * consistent: every record before the barrier is covered by the offset, none after it.
+ */
+export class SourceRunner<T> {
+  private readonly barriers: CheckpointBarrier[] = [];
+  private wake: (() => void) | undefined;
+  private stopped = false;
+  private ended = false;
+
+  constructor(
+    private readonly reader: SourceReader<T>,
+    private readonly subscriber: Subscriber<StreamElement<T>>,
+    private readonly hooks: SourceRunnerHooks,
+  ) {}
+
+  inject(barrier: CheckpointBarrier): void {
+    this.barriers.push(barrier);
+    this.wake?.();
+  }
+
+  /** Stops reading: the flow ends with the next final barrier (or `complete`) the job sends. */
+  drain(): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.hooks.finished();
+    this.wake?.();
+  }
+
+  /** Ends the flow now, without a final barrier: used when checkpointing is off. */
+  complete(): void {
+    this.stopped = true;
+    this.subscriber.complete();
+    this.wake?.();
+  }
+
+  /** Teardown: the attempt is over. */
+  stop(): void {
+    this.stopped = true;
+    this.wake?.();
+    void this.reader.close?.();
+  }
+
+  async run(): Promise<void> {
+    const { reader, subscriber, hooks } = this;
+    let reading: Promise<T[] | null> | undefined;
+    while (!this.stopped) {
+      if (this.emitBarriers()) return;
+      if (this.ended) {
+        await this.sleep();
+        continue;
+      }
+      let batch: T[] | null | Promise<T[] | null> = reading ?? reader.read(hooks.chunkSize);
+      if (batch instanceof Promise) {
+        reading = batch;
+        // A barrier that arrives while the source waits for input goes out at once (no record is half-emitted).
+        const woken = await Promise.race([batch, this.sleep().then(() => WOKEN)]);
+        if (woken === WOKEN) continue;
+        batch = woken as T[] | null;
+      }
+      reading = undefined;
+      if (this.stopped) return;
+      if (batch === null) {
+        this.drain();
+        continue;
+      }
+      for (let i = 0; i < batch.length; i++) subscriber.next(batch[i]!);
+      await yieldToEventLoop();
+    }
+  }
+
+  /** Emits the queued barriers; true when one was final and the flow is now complete. */
+  private emitBarriers(): boolean {
+    while (this.barriers.length > 0) {
+      const barrier = this.barriers.shift()!;
+      this.hooks.snapshot(barrier, this.reader.offset(), () => this.subscriber.next(barrier));
+      if (barrier.final) {
+        this.stopped = true;
+        this.subscriber.complete();
+        return true;
+      }
+    }
+    return false;
+  }
+
+  private sleep(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      this.wake = () => {
+        this.wake = undefined;
+        resolve();
+      };
+    });
+  }
+}
+
+const WOKEN = Symbol('woken');

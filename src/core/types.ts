@@ -1,0 +1,233 @@
+/**
+ * The contracts every part of weir is built against. Implementations depend on these types, never on each other,
+ * so a new state backend, checkpoint storage, source or sink only has to satisfy the interface it implements.
+ */
+import type { SchedulerLike } from 'rxjs';
+
+/** A key of a keyed flow. Keys are compared by value (JavaScript `Map` semantics), so they must be primitives. */
+export type Key = string | number | boolean | bigint;
+
+/** A JSON value: what offsets and operator state are made of. */
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+/** An inclusive range of key groups `[start, end]` owned by one parallel operator instance. */
+export interface KeyGroupRange {
+  readonly start: number;
+  readonly end: number;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Serialization
+// ---------------------------------------------------------------------------------------------------------------
+
+/**
+ * Turns state values into JSON-safe values for snapshots and back. Chosen per state descriptor.
+ * `id` and `version` are recorded in every snapshot so that restoring under another serializer is detected.
+ */
+export interface Serializer<T> {
+  readonly id: string;
+  readonly version: number;
+  encode(value: T): unknown;
+  decode(encoded: unknown, writtenWithVersion: number): T;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Keyed state
+// ---------------------------------------------------------------------------------------------------------------
+
+export type StateKind = 'value' | 'list' | 'map' | 'reducing' | 'aggregating';
+
+/** Flink's AggregateFunction: an accumulator built incrementally, read through `getResult`. */
+export interface AggregateFunction<IN, ACC, OUT> {
+  createAccumulator(): ACC;
+  add(value: IN, accumulator: ACC): ACC;
+  getResult(accumulator: ACC): OUT;
+  merge(a: ACC, b: ACC): ACC;
+}
+
+/** Names a piece of keyed state and says how to build, default and serialize it. Create with `valueState()` & co. */
+export interface StateDescriptor<S, STORED = unknown> {
+  readonly name: string;
+  readonly kind: StateKind;
+  readonly serializer: Serializer<STORED>;
+  /** Value read for a key that holds none (value state only); copied per read, never shared between keys. */
+  readonly defaultValue?: STORED;
+  readonly reduce?: (a: STORED, b: STORED) => STORED;
+  readonly aggregate?: AggregateFunction<unknown, STORED, unknown>;
+  /** Phantom field carrying the state object's type; never set. */
+  readonly __state?: S;
+}
+
+export interface ValueState<T> {
+  /** The key's value, the descriptor's default (a fresh copy) when it holds none, else `undefined`. */
+  value(): T | undefined;
+  /** Sets the key's value; `update(undefined)` clears it. */
+  update(value: T | undefined): void;
+  clear(): void;
+}
+
+export interface ListState<T> {
+  /** The key's elements (a copy); an empty array when it holds none. */
+  get(): T[];
+  add(value: T): void;
+  addAll(values: Iterable<T>): void;
+  /** Replaces all elements; an empty list clears. */
+  update(values: Iterable<T>): void;
+  clear(): void;
+}
+
+export interface MapState<K, V> {
+  get(key: K): V | undefined;
+  put(key: K, value: V): void;
+  putAll(entries: Iterable<readonly [K, V]> | Map<K, V>): void;
+  remove(key: K): void;
+  contains(key: K): boolean;
+  entries(): [K, V][];
+  keys(): K[];
+  values(): V[];
+  isEmpty(): boolean;
+  clear(): void;
+}
+
+export interface ReducingState<T> {
+  /** The reduction of everything added, or `undefined` when nothing was added. */
+  get(): T | undefined;
+  add(value: T): void;
+  clear(): void;
+}
+
+export interface AggregatingState<IN, OUT> {
+  /** `getResult` of the accumulator, or `undefined` when nothing was added. */
+  get(): OUT | undefined;
+  add(value: IN): void;
+  clear(): void;
+}
+
+/** Describes one state as persisted, so a restore can check it against the descriptor that reads it. */
+export interface StateMeta {
+  readonly name: string;
+  readonly kind: StateKind;
+  readonly serializer: string;
+  readonly serializerVersion: number;
+}
+
+/**
+ * The canonical, backend-independent form of a keyed snapshot: entries bucketed by key group. Keys and values are
+ * already encoded (JSON-safe); `state` indexes into `states`. Every backend writes and reads this shape, so state
+ * moves between backends and parallelisms.
+ */
+export interface KeyedStatePayload {
+  readonly states: StateMeta[];
+  /** `[keyGroup, [[stateIndex, encodedKey, encodedValue], …]]` for every non-empty key group. */
+  readonly keyGroups: [number, [number, unknown, unknown][]][];
+}
+
+/** A snapshot whose synchronous part is done: state is frozen, `materialize` produces its payload later. */
+export interface KeyedSnapshot {
+  materialize(): KeyedStatePayload;
+  /** Releases copy-on-write bookkeeping; called once the payload is produced or the checkpoint aborted. */
+  release(): void;
+}
+
+/** Working state of one keyed operator instance. Reads and writes are synchronous: this is the hot path. */
+export interface KeyedStateBackend {
+  setCurrentKey(key: Key): void;
+  getCurrentKey(): Key | undefined;
+  /** The state object for a descriptor, bound to whatever key is current when its methods are called. */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any stored type: the descriptor's S is what matters here
+  getState<S>(descriptor: StateDescriptor<S, any>): S;
+  /** Captures the state as of now in O(1) or close to it; later writes never show in the snapshot. */
+  snapshot(): KeyedSnapshot;
+  /** Loads the entries of the payloads that fall in this backend's key-group range. */
+  restore(payloads: KeyedStatePayload[]): void;
+  /** Number of keys holding any state, for stats and tests. */
+  keyCount(): number;
+  dispose(): void;
+}
+
+/** Where working state lives (Flink's StateBackend): makes one keyed backend per keyed operator instance. */
+export interface StateBackend {
+  readonly name: string;
+  createKeyedBackend(options: { uid: string; maxParallelism: number; keyGroupRange: KeyGroupRange }): KeyedStateBackend;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Checkpoint storage
+// ---------------------------------------------------------------------------------------------------------------
+
+/**
+ * Where snapshot bytes are persisted. Paths are `/`-separated and relative to the storage's root. Implementations
+ * keep to these few methods; layout, formats, checksums and retention live above them, shared by every storage.
+ */
+export interface CheckpointStorage {
+  /** Human-readable root, used in messages (a directory, `memory`, a database name). */
+  readonly location: string;
+  /** Largest snapshot of one operator this storage accepts, in bytes (Flink's memory storage limit). */
+  readonly maxStateSize?: number;
+  /** Writes all bytes or nothing: a reader never sees a torn file. */
+  write(path: string, data: Uint8Array): Promise<void>;
+  /** Reads a file; rejects with `CheckpointNotFoundError` when it does not exist. */
+  read(path: string): Promise<Uint8Array>;
+  /** Names of the direct children of a directory (files and directories); empty when it does not exist. */
+  list(dir: string): Promise<string[]>;
+  /** Removes a file or a directory with everything under it; no error when it does not exist. */
+  remove(path: string): Promise<void>;
+  /** Where a path is, for users (an absolute path on disk); defaults to the path itself. */
+  describe?(path: string): string;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Sources and sinks
+// ---------------------------------------------------------------------------------------------------------------
+
+/** Reads a source for one attempt of a job. */
+export interface SourceReader<T> {
+  /**
+   * Up to `max` records; an empty array when none is ready yet, `null` at the end of input. May return a promise
+   * (waiting for input); the engine injects barriers only between two reads.
+   */
+  read(max: number): T[] | null | Promise<T[] | null>;
+  /** Position just after the last record returned by `read`, from which `open` resumes. */
+  offset(): Json;
+  close?(): void | Promise<void>;
+}
+
+/**
+ * Where records come from. A replayable source resumes from an offset saved in a checkpoint, which is what gives
+ * exactly-once state after a restore; implement this interface for your own sources.
+ */
+export interface Source<T> {
+  /** Shown in messages, e.g. `fromFile(tx.jsonl)`. */
+  readonly name: string;
+  readonly replayable: boolean;
+  open(context: { uid: string; restoredOffset: Json | undefined }): SourceReader<T> | Promise<SourceReader<T>>;
+  /** The job ended (finished, failed for good or cancelled): release what outlives attempts. */
+  ended?(): void;
+}
+
+/** Writes the records that reach a sink for one attempt of a job. */
+export interface SinkWriter<T> {
+  write(value: T): void;
+  /**
+   * Checkpoint barrier: make what was written since the last barrier durable but not yet visible (pre-commit) and
+   * return the state to store in the checkpoint; `open` receives it back on restore.
+   */
+  snapshot?(checkpointId: number): Json | Promise<Json>;
+  /** The checkpoint completed: make its writes visible. */
+  commit?(checkpointId: number): void | Promise<void>;
+  /** End of input: flush and make everything visible. */
+  finish(): void | Promise<void>;
+  /** The attempt failed: discard what is not committed. */
+  abort(): void | Promise<void>;
+}
+
+/** Where records leave weir. Transactional sinks implement `snapshot`/`commit` on their writers. */
+export interface Sink<T> {
+  readonly name: string;
+  open(context: { uid: string; restoredState: Json | undefined; checkpointing: boolean }): SinkWriter<T> | Promise<SinkWriter<T>>;
+  /** The job ended: `error` is why it failed for good, undefined when it finished, stopped or was cancelled. */
+  ended?(error: unknown): void;
+}
+
+/** Time as the job sees it: any RxJS scheduler (`asyncScheduler` by default, a `TestScheduler` in tests). */
+export type Scheduler = SchedulerLike;

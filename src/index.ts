@@ -1,0 +1,34 @@
+// weir: stateful, fault-tolerant stream processing for RxJS. The isomorphic core: jobs, flows, operators, keyed
+// state, checkpoints. Node-only parts are in 'weir/node', browser-only parts in 'weir/browser'.
+export { createJob, Job, type JobOptions, type CheckpointOptions, type StartOptions } from './core/job';
+export { Flow, KeyedFlow } from './core/flow';
+export type { RunningJob, JobResult } from './core/runningJob';
+export type { RestartStrategyOptions } from './core/restartStrategy';
+export type { CheckpointStats } from './checkpoint/checkpointStats';
+export * from './core/errors';
+export type * from './core/types';
+export { hashKey, keyGroupOf, keyGroupRangeFor, DEFAULT_MAX_PARALLELISM } from './core/keyGroups';
+
+export { map } from './operators/map';
+export { filter } from './operators/filter';
+export { flatMap } from './operators/flatMap';
+export { keyBy } from './operators/keyBy';
+export { reduce, type StatefulOperatorOptions } from './operators/reduce';
+export { fold } from './operators/fold';
+export { aggregate } from './operators/aggregate';
+export { process, type ProcessFunction, type ProcessContext, type Output } from './operators/process';
+
+export { fromArray } from './sources/fromArray';
+export { fromIterable } from './sources/fromIterable';
+export { fromAsyncIterable } from './sources/fromAsyncIterable';
+export { fromObservable } from './sources/fromObservable';
+
+export { sinkTo } from './sinks/sinkTo';
+export { collect, type Collector } from './sinks/collect';
+export { forEach } from './sinks/forEach';
+export { asObservable } from './sinks/asObservable';
+
+export { valueState, listState, mapState, reducingState, aggregatingState, type StateOptions } from './state/descriptors';
+export { autoSerializer, jsonSerializer, superjsonSerializer, mapSerializer } from './state/serializers';
+export { heapStateBackend } from './state/heap/heapStateBackend';
+export { memoryCheckpointStorage } from './storage/memoryCheckpointStorage';

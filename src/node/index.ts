@@ -1,0 +1,3 @@
+export { fsCheckpointStorage } from './fsCheckpointStorage';
+export { fromFile } from './fromFile';
+export { toFile, fileSink } from './toFile';

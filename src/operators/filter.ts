@@ -1,0 +1,22 @@
+import type { Flow } from '../core/flow';
+import { operate } from './operate';
+
+/**
+ * Keeps the records for which `predicate` is true.
+ * @example clicks.pipe(filter((c) => c.page !== '/health'))
+ */
+export function filter<T, S extends T = T>(
+  predicate: ((value: T) => value is S) | ((value: T) => boolean),
+  options: { uid?: string } = {},
+): (input: Flow<T>) => Flow<S> {
+  return (input) =>
+    operate<T, S>(input, {
+      kind: 'filter',
+      uid: options.uid,
+      setup: (_task, emit) => ({
+        onRecord(value) {
+          if (predicate(value)) emit(value as S);
+        },
+      }),
+    });
+}

@@ -1,0 +1,23 @@
+import type { Flow, KeyedFlow } from '../core/flow';
+import { copyValue } from '../state/copyValue';
+import { valueState } from '../state/descriptors';
+import { keyedOperate } from './keyedOperate';
+import type { StatefulOperatorOptions } from './reduce';
+
+/**
+ * Rolling fold per key from a seed (RxJS `scan`, per key): each key starts from its own copy of `seed`, and every
+ * record emits the key's new accumulator.
+ * @example clicks.pipe(keyBy((c) => c.user), fold({ n: 0, ms: 0 }, (acc, c) => ({ n: acc.n + 1, ms: acc.ms + c.ms }), { uid: 'totals' }))
+ */
+export function fold<T, A>(seed: A, folder: (accumulator: A, value: T) => A, options: StatefulOperatorOptions<A> = {}): (input: KeyedFlow<T>) => Flow<A> {
+  return (input) =>
+    keyedOperate<T, A>(input, 'fold', options.uid, (backend, emit) => {
+      const state = backend.getState(valueState<A>('fold', { serializer: options.serializer }));
+      return (value) => {
+        const current = state.value();
+        const next = folder(current === undefined ? copyValue(seed) : current, value);
+        state.update(next);
+        emit(next);
+      };
+    });
+}

@@ -1,0 +1,26 @@
+import type { Source } from '../core/types';
+import { positionOf } from './sourceInternals';
+
+/**
+ * A replayable source over an array: its offset is the index of the next record.
+ * @example job.source(fromArray([{ user: 'ann', n: 1 }, { user: 'bob', n: 2 }]), { uid: 'clicks' })
+ */
+export function fromArray<T>(records: readonly T[]): Source<T> {
+  const name = `fromArray(${records.length} records)`;
+  return {
+    name,
+    replayable: true,
+    open({ uid, restoredOffset }) {
+      let index = positionOf(restoredOffset, uid, name);
+      return {
+        read(max) {
+          if (index >= records.length) return null;
+          const chunk = records.slice(index, index + max);
+          index += chunk.length;
+          return chunk;
+        },
+        offset: () => index,
+      };
+    },
+  };
+}

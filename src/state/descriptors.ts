@@ -1,0 +1,71 @@
+import type {
+  AggregateFunction,
+  AggregatingState,
+  ListState,
+  MapState,
+  ReducingState,
+  Serializer,
+  StateDescriptor,
+  ValueState,
+} from '../core/types';
+import { autoSerializer, mapSerializer } from './serializers';
+
+export interface StateOptions<T> {
+  /** How values are written in snapshots; `autoSerializer()` (JSON, superjson only for rich values) by default. */
+  serializer?: Serializer<T>;
+}
+
+/**
+ * A single value per key.
+ * @example
+ * const seen = valueState<number>('seen', { default: 0 });
+ * // in a process function: ctx.state(seen).update(ctx.state(seen).value()! + 1)
+ */
+export function valueState<T>(name: string, options: StateOptions<T> & { default?: T } = {}): StateDescriptor<ValueState<T>, T> {
+  return { name, kind: 'value', serializer: options.serializer ?? autoSerializer<T>(), defaultValue: options.default };
+}
+
+/**
+ * A list of elements per key.
+ * @example const recent = listState<string>('recent');
+ */
+export function listState<T>(name: string, options: StateOptions<T[]> = {}): StateDescriptor<ListState<T>, T[]> {
+  return { name, kind: 'list', serializer: options.serializer ?? autoSerializer<T[]>() };
+}
+
+/**
+ * A map per key.
+ * @example const perPage = mapState<string, number>('per-page');
+ */
+export function mapState<K, V>(name: string, options: StateOptions<Map<K, V>> = {}): StateDescriptor<MapState<K, V>, Map<K, V>> {
+  return { name, kind: 'map', serializer: options.serializer ?? mapSerializer<K, V>() };
+}
+
+/**
+ * Values folded into one with a reduce function as they are added.
+ * @example const max = reducingState<number>('max', Math.max);
+ */
+export function reducingState<T>(
+  name: string,
+  reduce: (a: T, b: T) => T,
+  options: StateOptions<T> = {},
+): StateDescriptor<ReducingState<T>, T> {
+  return { name, kind: 'reducing', serializer: options.serializer ?? autoSerializer<T>(), reduce };
+}
+
+/**
+ * Values added into an accumulator (Flink's AggregateFunction), read as its result.
+ * @example const avg = aggregatingState('avg', { createAccumulator: () => [0, 0], add: (v, [s, n]) => [s + v, n + 1], getResult: ([s, n]) => s / n, merge: ([a, b], [c, d]) => [a + c, b + d] });
+ */
+export function aggregatingState<IN, ACC, OUT>(
+  name: string,
+  aggregate: AggregateFunction<IN, ACC, OUT>,
+  options: StateOptions<ACC> = {},
+): StateDescriptor<AggregatingState<IN, OUT>, ACC> {
+  return {
+    name,
+    kind: 'aggregating',
+    serializer: options.serializer ?? autoSerializer<ACC>(),
+    aggregate: aggregate as AggregateFunction<unknown, ACC, unknown>,
+  };
+}

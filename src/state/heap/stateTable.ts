@@ -1,0 +1,65 @@
+import type { Key, StateDescriptor } from '../../core/types';
+
+/** Marks, in a snapshot's overlay, a key that held no value when the snapshot was taken. */
+export const ABSENT = Symbol('absent');
+
+/** Old values of the keys written since a snapshot was taken: `overlay.get(key)` is what the snapshot must see. */
+export type Overlay = Map<Key, unknown>;
+
+/**
+ * One state's values for every key of a heap backend, with copy-on-write snapshots: taking a snapshot only adds an
+ * empty overlay; the first write to a key while the overlay is active saves the key's old value in it. A snapshot
+ * therefore costs O(1) on the processing path and O(keys written meanwhile) in memory.
+ */
+export class StateTable<V> {
+  readonly live = new Map<Key, V>();
+  /** Overlays of snapshots not yet materialised; usually none, so the write path checks one length. */
+  readonly overlays: Overlay[] = [];
+
+  constructor(readonly descriptor: StateDescriptor<unknown, V>, private readonly copy: (value: V) => V) {}
+
+  get(key: Key): V | undefined {
+    return this.live.get(key);
+  }
+
+  set(key: Key, value: V): void {
+    if (this.overlays.length !== 0) this.preserve(key);
+    this.live.set(key, value);
+  }
+
+  delete(key: Key): void {
+    if (this.overlays.length !== 0) this.preserve(key);
+    this.live.delete(key);
+  }
+
+  /** The key's value, safe to mutate in place: copied first when a pending snapshot still holds the original. */
+  mutable(key: Key): V | undefined {
+    const value = this.live.get(key);
+    if (value === undefined || this.overlays.length === 0 || !this.needsPreserve(key)) return value;
+    this.preserve(key);
+    const copy = this.copy(value);
+    this.live.set(key, copy);
+    return copy;
+  }
+
+  private needsPreserve(key: Key): boolean {
+    for (const overlay of this.overlays) if (!overlay.has(key)) return true;
+    return false;
+  }
+
+  private preserve(key: Key): void {
+    for (const overlay of this.overlays) {
+      if (!overlay.has(key)) overlay.set(key, this.live.has(key) ? this.live.get(key) : ABSENT);
+    }
+  }
+
+  /** Every key and value as they were when `overlay` was added: live entries corrected by the overlay. */
+  forEachAsOf(overlay: Overlay, visit: (key: Key, value: V) => void): void {
+    for (const [key, value] of this.live) {
+      const old = overlay.get(key);
+      if (old === undefined) visit(key, value);
+      else if (old !== ABSENT) visit(key, old as V);
+    }
+    for (const [key, old] of overlay) if (old !== ABSENT && !this.live.has(key)) visit(key, old as V);
+  }
+}

@@ -1,0 +1,77 @@
+import superjson from 'superjson';
+import type { Serializer } from '../core/types';
+
+/** Plain JSON: the fastest choice for values made only of objects, arrays, strings, finite numbers, booleans, null. */
+export function jsonSerializer<T>(): Serializer<T> {
+  return { id: 'json', version: 1, encode: (value) => value, decode: (encoded) => encoded as T };
+}
+
+/** superjson: keeps Date, Map, Set, BigInt, undefined, RegExp; 9-17× slower than JSON on large maps. */
+export function superjsonSerializer<T>(): Serializer<T> {
+  return {
+    id: 'superjson',
+    version: 1,
+    encode: (value) => superjson.serialize(value),
+    decode: (encoded) => superjson.deserialize(encoded as Parameters<typeof superjson.deserialize>[0]) as T,
+  };
+}
+
+const RICH = '$superjson';
+
+/**
+ * The default: values that are plain JSON are stored as they are, and only the others pay for superjson, wrapped
+ * as `{ $superjson: … }`. An object that happens to own a `$superjson` key is not plain, so decoding is unambiguous.
+ */
+export function autoSerializer<T>(): Serializer<T> {
+  return {
+    id: 'auto',
+    version: 1,
+    encode: (value) => (isPlainJson(value, 0) ? value : { [RICH]: superjson.serialize(value) }),
+    decode: (encoded) =>
+      encoded !== null && typeof encoded === 'object' && RICH in encoded
+        ? (superjson.deserialize((encoded as Record<string, Parameters<typeof superjson.deserialize>[0]>)[RICH]!) as T)
+        : (encoded as T),
+  };
+}
+
+/** True when `JSON.parse(JSON.stringify(value))` gives back an equal value. Deep values are handed to superjson. */
+function isPlainJson(value: unknown, depth: number): boolean {
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+      return true;
+    case 'number':
+      return Number.isFinite(value) && !Object.is(value, -0);
+    case 'object': {
+      if (value === null) return true;
+      if (depth > 32) return false;
+      if (Array.isArray(value)) {
+        for (let i = 0; i < value.length; i++) if (!isPlainJson(value[i], depth + 1)) return false;
+        return true;
+      }
+      const proto = Object.getPrototypeOf(value);
+      if (proto !== Object.prototype && proto !== null) return false;
+      for (const key in value) {
+        if (key === RICH || key === '__proto__') return false;
+        if (!isPlainJson((value as Record<string, unknown>)[key], depth + 1)) return false;
+      }
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+/** A Map as an array of `[key, value]` entries, each encoded by its own serializer (both `auto` by default). */
+export function mapSerializer<K, V>(
+  keys: Serializer<K> = autoSerializer<K>(),
+  values: Serializer<V> = autoSerializer<V>(),
+): Serializer<Map<K, V>> {
+  return {
+    id: `map(${keys.id},${values.id})`,
+    version: 1,
+    encode: (map) => Array.from(map, ([key, value]) => [keys.encode(key), values.encode(value)]),
+    decode: (encoded, version) =>
+      new Map((encoded as [unknown, unknown][]).map(([key, value]) => [keys.decode(key, version), values.decode(value, version)])),
+  };
+}
