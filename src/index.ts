@@ -32,3 +32,15 @@ export { valueState, listState, mapState, reducingState, aggregatingState, type 
 export { autoSerializer, jsonSerializer, superjsonSerializer, mapSerializer } from './state/serializers';
 export { heapStateBackend } from './state/heap/heapStateBackend';
 export { memoryCheckpointStorage } from './storage/memoryCheckpointStorage';
+
+export { assignTimestamps, type WatermarkOptions } from './time/assignTimestamps';
+export type { TimeDomain } from './time/timerService';
+export { window, type WindowOptions } from './windows/window';
+export { WindowedFlow } from './windows/windowedFlow';
+export { tumbling, sliding, session, globalWindow, countWindow, type TimeWindowOptions } from './windows/assigners';
+export { count, purging, eventTimeTrigger, processingTimeTrigger, neverTrigger } from './windows/triggers';
+export type { Window, WindowAssigner, Trigger, TriggerContext, TriggerResult, TriggerState, WindowTime } from './windows/windowTypes';
+export type { ProcessWindowFunction, WindowContext } from './windows/windowFunction';
+export { sideOutput, lateData, outputTag, type OutputTag } from './operators/sideOutput';
+export type { Timers, TimerContext } from './operators/process';
+export type { WindowFunctionOptions } from './operators/reduce';

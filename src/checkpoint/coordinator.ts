@@ -62,6 +62,11 @@ export class CheckpointCoordinator {
   private pending: PendingCheckpoint | undefined;
   private participants: CheckpointParticipants | undefined;
   private readonly completed: CheckpointStats[] = [];
+  /**
+   * Ids of the complete checkpoints in storage, oldest first, earlier runs' included: as Flink recovers its completed
+   * checkpoint store, a restarted job keeps `retain` checkpoints in all, not `retain` of its own next to stale ones.
+   */
+  private retained: number[] = [];
   /** A metadata write still in flight after its checkpoint was aborted; a restore waits for it. */
   private settling: Promise<void> = Promise.resolve();
 
@@ -73,13 +78,14 @@ export class CheckpointCoordinator {
   }
 
   /**
-   * Makes ids continue after every checkpoint directory already there, and removes the directories that never got
-   * their `_metadata` (left by a crash): they can never be restored.
+   * Makes ids continue after every checkpoint directory already there, counts the complete ones for retention, and
+   * removes the directories that never got their `_metadata` (left by a crash): they can never be restored.
    */
   async recover(completeIds: readonly number[]): Promise<void> {
     const { storage, job } = this.options;
     const ids = (await storage.list(job)).map(checkpointIdOf).filter((id): id is number => id !== undefined);
     this.nextId = Math.max(0, ...ids) + 1;
+    this.retained = [...completeIds].sort((a, b) => a - b);
     await Promise.all(ids.filter((id) => !completeIds.includes(id)).map((id) => storage.remove(checkpointDir(job, id))));
   }
 
@@ -197,6 +203,7 @@ export class CheckpointCoordinator {
       final: pending.barrier.final,
     };
     this.completed.push(stats);
+    this.retained.push(pending.id);
     try {
       await pending.participants.notifyComplete(pending.id);
     } catch (error) {
@@ -211,7 +218,8 @@ export class CheckpointCoordinator {
   /** Keeps the newest `retain` completed checkpoints; older directories go, complete or not. */
   private async applyRetention(): Promise<void> {
     const { storage, job, retain } = this.options;
-    const oldestKept = this.completed.slice(-retain)[0]?.id ?? this.nextId;
+    this.retained = this.retained.slice(-retain);
+    const oldestKept = this.retained[0] ?? this.nextId;
     const ids = (await storage.list(job)).map(checkpointIdOf).filter((id): id is number => id !== undefined && id < oldestKept);
     await Promise.all(ids.map((id) => storage.remove(checkpointDir(job, id))));
   }

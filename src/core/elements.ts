@@ -23,3 +23,54 @@ export type StreamElement<T> = T | ControlElement;
 export function isControl(element: unknown): element is ControlElement {
   return element instanceof ControlElement;
 }
+
+/**
+ * Event time has reached `timestamp`: no record with an earlier or equal timestamp should follow (late ones may).
+ * Flink's watermark; `MAX_WATERMARK` at the end of input fires every pending event-time window.
+ */
+export class Watermark extends ControlElement {
+  constructor(readonly timestamp: number) {
+    super();
+  }
+}
+
+/** Sent once at the end of a bounded input, before the final checkpoint, so windows fire and their output commits. */
+export const MAX_WATERMARK = new Watermark(Number.MAX_SAFE_INTEGER);
+
+/**
+ * A record for a side output (late data, or a process function's `out.side(tag, value)`): it travels with the main
+ * records, so it is covered by the same barriers, and only `sideOutput(tag)` readers take it; every other operator
+ * drops it.
+ */
+export class SideOutputElement<T = unknown> extends ControlElement {
+  constructor(
+    readonly tag: string,
+    readonly value: T,
+    readonly timestamp: number | undefined,
+  ) {
+    super();
+  }
+}
+
+/**
+ * The event timestamp of the record being processed. Records travel unwrapped, so their timestamp rides beside
+ * them in this slot, one per attempt: whoever emits a record sets it (or leaves the input's) just before emitting,
+ * and since emission is synchronous every operator downstream reads the right value — Flink's reusable
+ * StreamRecord, without an object per record.
+ */
+export interface RecordTimestamp {
+  current: number | undefined;
+}
+
+/**
+ * An input stopped (or resumed) producing records (Flink's WatermarkStatus): an idle input does not hold back the
+ * watermark of an operator that reads several inputs.
+ */
+export class WatermarkStatus extends ControlElement {
+  constructor(readonly idle: boolean) {
+    super();
+  }
+}
+
+export const WATERMARK_IDLE = new WatermarkStatus(true);
+export const WATERMARK_ACTIVE = new WatermarkStatus(false);

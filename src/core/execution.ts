@@ -2,7 +2,7 @@ import { Observable, share, type Subscription } from 'rxjs';
 import type { CheckpointCoordinator } from '../checkpoint/coordinator';
 import type { LoadedCheckpoint } from '../checkpoint/loadCheckpoint';
 import type { OperatorRole, OperatorStatePayload } from '../checkpoint/layout';
-import { CheckpointBarrier, ControlElement, type StreamElement } from './elements';
+import { CheckpointBarrier, ControlElement, type RecordTimestamp, type StreamElement } from './elements';
 import { NonReplayableSourceError } from './errors';
 import type { GraphNode, TaskContext } from './graph';
 import type { JobGraph } from './jobGraph';
@@ -35,6 +35,8 @@ export class Execution {
   private readonly writers: SinkWriter<unknown>[] = [];
   private readonly backends: KeyedStateBackend[] = [];
   private readonly subscriptions: Subscription[] = [];
+  /** The event timestamp slot shared by every operator of this attempt. */
+  private readonly record: RecordTimestamp = { current: undefined };
   private finishedSources = 0;
   private sourceCount = 0;
   private ended = false;
@@ -88,7 +90,13 @@ export class Execution {
       }
       if (sinks.length === 0) resolve();
     });
-    sinksDone.then(() => this.finalCheckpoint).then(() => this.succeed(), (error) => this.fail(error));
+    // Sinks finish (publish what they hold) only after the final checkpoint completed, as Flink commits on its
+    // notifyCheckpointComplete: finishing when the input ends would publish output of a checkpoint that may still
+    // fail, and a restart from the previous checkpoint would then emit it twice.
+    sinksDone
+      .then(() => this.finalCheckpoint)
+      .then(() => (this.ended ? undefined : Promise.all(this.writers.map((writer) => writer.finish()))))
+      .then(() => this.succeed(), (error) => this.fail(error));
     for (const runner of this.runners) runner.run().catch((error) => this.fail(error));
   }
 
@@ -156,14 +164,7 @@ export class Execution {
           }
         },
         error: (error) => subscriber.error(error),
-        complete() {
-          Promise.resolve()
-            .then(() => writer.finish())
-            .then(
-              () => subscriber.complete(),
-              (error) => subscriber.error(error),
-            );
-        },
+        complete: () => subscriber.complete(),
       }),
     );
   }
@@ -178,6 +179,9 @@ export class Execution {
       job: graph.jobName,
       scheduler,
       checkpointing: coordinator !== undefined,
+      record: this.record,
+      maxParallelism,
+      keyGroupRange: range,
       restoredOperatorState: saved[0]?.operator,
       keyedBackend: () => {
         if (backend) return backend;

@@ -18,6 +18,8 @@ export class Flow<T> {
     readonly graph: JobGraph,
     /** The node whose output this flow is. */
     readonly node: GraphNode,
+    /** Records carry event timestamps and watermarks (an `assignTimestamps` or window is upstream). */
+    readonly timestamped = false,
   ) {}
 
   pipe(): this;
@@ -43,7 +45,7 @@ export class Flow<T> {
 
 /** A flow partitioned by key (`keyBy`): keyed operators that follow see one key's state per record. */
 export class KeyedFlow<T> extends Flow<T> {
-  constructor(graph: JobGraph, node: GraphNode, readonly keySelector: KeySelector<T>) {
-    super(graph, node);
+  constructor(graph: JobGraph, node: GraphNode, readonly keySelector: KeySelector<T>, timestamped = false) {
+    super(graph, node, timestamped);
   }
 }

@@ -1,7 +1,7 @@
 import type { Observable } from 'rxjs';
 import type { OperatorRole } from '../checkpoint/layout';
-import type { CheckpointBarrier, StreamElement } from './elements';
-import type { Json, KeyedSnapshot, KeyedStateBackend, Key, Scheduler, Sink, Source } from './types';
+import type { CheckpointBarrier, RecordTimestamp, StreamElement } from './elements';
+import type { Json, KeyGroupRange, KeyedSnapshot, KeyedStateBackend, Key, Scheduler, Sink, Source } from './types';
 
 /** What a node's runtime gets from the job for one attempt: its identity, state and the checkpoint hooks. */
 export interface TaskContext {
@@ -9,6 +9,11 @@ export interface TaskContext {
   readonly job: string;
   readonly scheduler: Scheduler;
   readonly checkpointing: boolean;
+  /** The event timestamp of the record being processed, shared by the whole attempt. */
+  readonly record: RecordTimestamp;
+  readonly maxParallelism: number;
+  /** The key groups this instance owns. */
+  readonly keyGroupRange: KeyGroupRange;
   /** Operator state this task saved in the checkpoint being restored. */
   readonly restoredOperatorState: Json | undefined;
   /** The task's keyed state backend, created (and restored) on first use. */

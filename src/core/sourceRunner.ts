@@ -1,5 +1,5 @@
 import type { Subscriber } from 'rxjs';
-import type { CheckpointBarrier, StreamElement } from './elements';
+import { MAX_WATERMARK, type CheckpointBarrier, type StreamElement } from './elements';
 import type { Json, SourceReader } from './types';
 import { yieldToEventLoop } from './yieldToEventLoop';
 
@@ -76,6 +76,9 @@ export class SourceRunner<T> {
       reading = undefined;
       if (this.stopped) return;
       if (batch === null) {
+        // The end of a bounded input is the end of event time: every pending event-time window fires now, before
+        // the final checkpoint, so that its output is committed with it.
+        subscriber.next(MAX_WATERMARK);
         this.drain();
         continue;
       }

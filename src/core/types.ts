@@ -118,9 +118,15 @@ export interface StateMeta {
  */
 export interface KeyedStatePayload {
   readonly states: StateMeta[];
-  /** `[keyGroup, [[stateIndex, encodedKey, encodedValue], …]]` for every non-empty key group. */
-  readonly keyGroups: [number, [number, unknown, unknown][]][];
+  /**
+   * `[keyGroup, [[stateIndex, encodedKey, encodedValue, namespace?], …]]` for every non-empty key group; the
+   * namespace (a window) is left out for state that is not scoped to one.
+   */
+  readonly keyGroups: [number, SnapshotEntry[]][];
 }
+
+/** One key's value of one state in one namespace, encoded. */
+export type SnapshotEntry = [state: number, key: unknown, value: unknown, namespace?: string];
 
 /** A snapshot whose synchronous part is done: state is frozen, `materialize` produces its payload later. */
 export interface KeyedSnapshot {
@@ -133,6 +139,17 @@ export interface KeyedSnapshot {
 export interface KeyedStateBackend {
   setCurrentKey(key: Key): void;
   getCurrentKey(): Key | undefined;
+  /**
+   * Scopes every state to a namespace besides the key, as windows need (Flink's state namespace); `''` (the
+   * default) is state not scoped to a window.
+   */
+  setCurrentNamespace(namespace: string): void;
+  /**
+   * Merges the current key's state in the `sources` namespaces into `target` and clears them (merging windows): lists
+   * are concatenated, reducing and aggregating states combined with their functions, maps merged.
+   */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any stored type
+  mergeNamespaces(descriptor: StateDescriptor<unknown, any>, target: string, sources: readonly string[]): void;
   /** The state object for a descriptor, bound to whatever key is current when its methods are called. */
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any stored type: the descriptor's S is what matters here
   getState<S>(descriptor: StateDescriptor<S, any>): S;

@@ -1,12 +1,16 @@
 import type { Flow, KeyedFlow } from '../core/flow';
 import type { AggregateFunction } from '../core/types';
 import { aggregatingState } from '../state/descriptors';
+import type { ProcessWindowFunction } from '../windows/windowFunction';
+import { WindowedFlow } from '../windows/windowedFlow';
+import { rejectWindowOnly, windowOperator } from '../windows/windowOperator';
 import { keyedOperate } from './keyedOperate';
-import type { StatefulOperatorOptions } from './reduce';
+import type { StatefulOperatorOptions, WindowFunctionOptions } from './reduce';
 
 /**
  * Rolling aggregation per key with a Flink AggregateFunction: records are added to the key's accumulator and
- * `getResult` of it is emitted for every record.
+ * `getResult` of it is emitted for every record. After `window(…)`, aggregates each window incrementally and emits
+ * one result per firing (through `process`, if given).
  * @example
  * readings.pipe(keyBy((r) => r.sensor), aggregate({
  *   createAccumulator: () => ({ sum: 0, n: 0 }),
@@ -15,16 +19,26 @@ import type { StatefulOperatorOptions } from './reduce';
  *   merge: (a, b) => ({ sum: a.sum + b.sum, n: a.n + b.n }),
  * }, { uid: 'mean' }))
  */
-export function aggregate<T, ACC, R>(
+export function aggregate<T, ACC, R, OUT = R>(
   fn: AggregateFunction<T, ACC, R>,
-  options: StatefulOperatorOptions<ACC> = {},
-): (input: KeyedFlow<T>) => Flow<R> {
-  return (input) =>
-    keyedOperate<T, R>(input, 'aggregate', options.uid, (backend, emit) => {
+  options: StatefulOperatorOptions<ACC> & WindowFunctionOptions<R, OUT> = {},
+): (input: KeyedFlow<T>) => Flow<OUT> {
+  return (input) => {
+    if (input instanceof WindowedFlow) {
+      const contents = {
+        name: 'aggregate',
+        incremental: { descriptor: aggregatingState('window-contents', fn, { serializer: options.serializer }) },
+        fromElements: (elements: T[]) => [fn.getResult(elements.reduce((acc, value) => fn.add(value, acc), fn.createAccumulator()))],
+      };
+      return windowOperator<T, OUT>(input, 'aggregate', options.uid, contents, options.process as ProcessWindowFunction<unknown, OUT> | undefined);
+    }
+    rejectWindowOnly('aggregate', options.process);
+    return keyedOperate<T, OUT>(input, 'aggregate', options.uid, (backend, emit) => {
       const state = backend.getState(aggregatingState('aggregate', fn, { serializer: options.serializer }));
       return (value) => {
         state.add(value);
-        emit(state.get()!);
+        emit(state.get()! as unknown as OUT);
       };
     });
+  };
 }

@@ -1,6 +1,8 @@
 import type { Flow, KeyedFlow } from '../core/flow';
 import { copyValue } from '../state/copyValue';
 import { valueState } from '../state/descriptors';
+import { JobDefinitionError } from '../core/errors';
+import { WindowedFlow } from '../windows/windowedFlow';
 import { keyedOperate } from './keyedOperate';
 import type { StatefulOperatorOptions } from './reduce';
 
@@ -10,8 +12,9 @@ import type { StatefulOperatorOptions } from './reduce';
  * @example clicks.pipe(keyBy((c) => c.user), fold({ n: 0, ms: 0 }, (acc, c) => ({ n: acc.n + 1, ms: acc.ms + c.ms }), { uid: 'totals' }))
  */
 export function fold<T, A>(seed: A, folder: (accumulator: A, value: T) => A, options: StatefulOperatorOptions<A> = {}): (input: KeyedFlow<T>) => Flow<A> {
-  return (input) =>
-    keyedOperate<T, A>(input, 'fold', options.uid, (backend, emit) => {
+  return (input) => {
+    if (input instanceof WindowedFlow) throw new JobDefinitionError('fold after window(…) is not supported (Flink removed window folds); use aggregate');
+    return keyedOperate<T, A>(input, 'fold', options.uid, (backend, emit) => {
       const state = backend.getState(valueState<A>('fold', { serializer: options.serializer }));
       return (value) => {
         const current = state.value();
@@ -20,4 +23,5 @@ export function fold<T, A>(seed: A, folder: (accumulator: A, value: T) => A, opt
         emit(next);
       };
     });
+  };
 }

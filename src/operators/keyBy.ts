@@ -8,5 +8,5 @@ import type { Key } from '../core/types';
  * @example clicks.pipe(keyBy((c) => c.user), reduce((a, b) => ({ ...a, n: a.n + b.n }), { uid: 'per-user' }))
  */
 export function keyBy<T>(selector: (value: T) => Key): (input: Flow<T>) => KeyedFlow<T> {
-  return (input) => new KeyedFlow<T>(input.graph, input.node, selector);
+  return (input) => new KeyedFlow<T>(input.graph, input.node, selector, input.timestamped);
 }

@@ -1,23 +1,34 @@
 import { Observable } from 'rxjs';
-import { CheckpointBarrier, ControlElement, type StreamElement } from '../core/elements';
+import { CheckpointBarrier, ControlElement, SideOutputElement, Watermark, type StreamElement } from '../core/elements';
 import { JobDefinitionError } from '../core/errors';
 import { Flow, KeyedFlow } from '../core/flow';
 import type { TaskContext } from '../core/graph';
 
-/** How an operator handles records for one attempt; everything but `onRecord` is optional. */
+/** How an operator handles elements for one attempt; everything but `onRecord` is optional. */
 export interface OperatorHandler<T> {
   onRecord(value: T): void;
   /** Stateful operators capture their state here; the default forwards the barrier. */
   onBarrier?(barrier: CheckpointBarrier, forward: () => void): void;
+  /** Operators with event-time timers fire them here; the default forwards the watermark. */
+  onWatermark?(watermark: Watermark, forward: () => void): void;
+  /** Side-output readers take their records here; every other operator drops side-output records. */
+  onSideOutput?(element: SideOutputElement): void;
   onComplete?(): void;
+  /** The attempt is over: cancel timers and other resources. */
+  dispose?(): void;
 }
 
 export interface OperatorSpec<T, R> {
   kind: string;
   uid?: string;
   stateful?: boolean;
-  /** Called once per attempt when the operator is subscribed; `emit` sends a record downstream. */
-  setup(task: TaskContext, emit: (value: R) => void): OperatorHandler<T>;
+  /** Whether the output carries timestamps; the input's by default. */
+  timestamped?: boolean;
+  /**
+   * Called once per attempt when the operator is subscribed; `emit` sends a record downstream, `fail` fails the
+   * attempt from callbacks that run outside record processing (timers).
+   */
+  setup(task: TaskContext, emit: (value: R) => void, fail: (error: unknown) => void): OperatorHandler<T>;
 }
 
 /**
@@ -34,24 +45,25 @@ export function operate<T, R>(input: Flow<T>, spec: OperatorSpec<T, R>): Flow<R>
     inputs: [input.node],
     build: (task, upstream) =>
       new Observable<StreamElement<unknown>>((subscriber) => {
+        let handler: OperatorHandler<T> | undefined;
         const emit = (value: R) => subscriber.next(value);
-        let handler: OperatorHandler<T>;
+        const fail = (error: unknown) => subscriber.error(error);
         try {
-          handler = spec.setup(task, emit);
+          handler = spec.setup(task, emit, fail);
         } catch (error) {
           subscriber.error(error);
           return;
         }
+        const active = handler;
         const forwardTo = (element: ControlElement) => () => subscriber.next(element);
-        return upstream.subscribe({
+        const subscription = upstream.subscribe({
           next(element) {
             try {
-              if (element instanceof ControlElement) {
-                if (element instanceof CheckpointBarrier && handler.onBarrier) handler.onBarrier(element, forwardTo(element));
-                else subscriber.next(element);
-              } else {
-                handler.onRecord(element as T);
-              }
+              if (!(element instanceof ControlElement)) active.onRecord(element as T);
+              else if (element instanceof CheckpointBarrier && active.onBarrier) active.onBarrier(element, forwardTo(element));
+              else if (element instanceof Watermark && active.onWatermark) active.onWatermark(element, forwardTo(element));
+              else if (element instanceof SideOutputElement) active.onSideOutput?.(element);
+              else subscriber.next(element);
             } catch (error) {
               subscriber.error(error);
             }
@@ -59,7 +71,7 @@ export function operate<T, R>(input: Flow<T>, spec: OperatorSpec<T, R>): Flow<R>
           error: (error) => subscriber.error(error),
           complete() {
             try {
-              handler.onComplete?.();
+              active.onComplete?.();
             } catch (error) {
               subscriber.error(error);
               return;
@@ -67,9 +79,13 @@ export function operate<T, R>(input: Flow<T>, spec: OperatorSpec<T, R>): Flow<R>
             subscriber.complete();
           },
         });
+        return () => {
+          subscription.unsubscribe();
+          active.dispose?.();
+        };
       }),
   });
-  return new Flow<R>(input.graph, node);
+  return new Flow<R>(input.graph, node, spec.timestamped ?? input.timestamped);
 }
 
 /** The key selector of a keyed flow, or a definition error saying that `keyBy` must come first. */
@@ -79,3 +95,4 @@ export function requireKeyed<T>(flow: Flow<T>, operator: string): KeyedFlow<T> {
   }
   return flow;
 }
+

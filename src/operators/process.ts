@@ -1,31 +1,63 @@
-import { Flow, KeyedFlow } from '../core/flow';
+import { SideOutputElement, type Watermark } from '../core/elements';
+import type { Flow } from '../core/flow';
+import { KeyedFlow } from '../core/flow';
 import { NoKeyedContextError } from '../core/errors';
 import type { Key, KeyedStateBackend, StateDescriptor } from '../core/types';
+import { TimerService, type TimeDomain } from '../time/timerService';
+import type { ProcessWindowFunction } from '../windows/windowFunction';
+import { WindowedFlow } from '../windows/windowedFlow';
+import { windowOperator } from '../windows/windowOperator';
 import { keyedOperate } from './keyedOperate';
 import { operate } from './operate';
+import type { OutputTag } from './sideOutput';
+
+/** Timers of a keyed process function, scoped to the current key (Flink's TimerService). */
+export interface Timers {
+  /** Fires `onTimer` once the watermark reaches `time`; one timer per key and time. */
+  registerEventTimeTimer(time: number): void;
+  /** Fires `onTimer` once the job's clock reaches `time`. */
+  registerProcessingTimeTimer(time: number): void;
+  deleteEventTimeTimer(time: number): void;
+  deleteProcessingTimeTimer(time: number): void;
+  currentWatermark(): number;
+  currentProcessingTime(): number;
+}
 
 /** What a process function sees besides the record. */
 export interface ProcessContext {
-  /** The current record's key (undefined on a flow that is not keyed). */
+  /** The current record's (or timer's) key; undefined on a flow that is not keyed. */
   readonly key: Key | undefined;
+  /** The record's event timestamp (the timer's time in `onTimer`), if the flow has timestamps. */
+  readonly timestamp: number | undefined;
   /** The keyed state for a descriptor, scoped to the current key. */
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any stored type
   state<S>(descriptor: StateDescriptor<S, any>): S;
+  /** Timers, on keyed flows. */
+  readonly timers: Timers;
 }
 
-/** Sends records downstream. */
+/** The context of `onTimer`. */
+export interface TimerContext extends ProcessContext {
+  readonly timeDomain: TimeDomain;
+}
+
+/** Sends records downstream, or to a side output. */
 export interface Output<R> {
   emit(value: R): void;
+  side<S>(tag: OutputTag<S>, value: S): void;
 }
 
-/** Flink's (Keyed)ProcessFunction: full control over each record, with keyed state. */
+/** Flink's (Keyed)ProcessFunction: full control over each record, with keyed state and timers. */
 export interface ProcessFunction<T, R> {
   onElement(value: T, ctx: ProcessContext, out: Output<R>): void;
+  /** A timer registered through `ctx.timers` fired; its key is current and its output is stamped with `time`. */
+  onTimer?(time: number, ctx: TimerContext, out: Output<R>): void;
 }
 
 /**
- * The lowest-level operator: calls `onElement` for every record with the key's state at hand, and emits whatever
- * the function sends to `out`. After `keyBy` its state is per key; on other flows `ctx.state` is not available.
+ * The lowest-level operator: calls `onElement` for every record with the key's state and timers at hand, and emits
+ * whatever the function sends to `out`. After `keyBy` its state is per key; on other flows `ctx.state` and timers are
+ * not available. After `window(…)` it takes a ProcessWindowFunction and runs once per window firing.
  * @example
  * const count = valueState<number>('count', { default: 0 });
  * clicks.pipe(keyBy((c) => c.user), process({
@@ -36,31 +68,96 @@ export interface ProcessFunction<T, R> {
  *   },
  * }, { uid: 'milestones' }))
  */
-export function process<T, R>(fn: ProcessFunction<T, R>, options: { uid?: string } = {}): (input: Flow<T>) => Flow<R> {
+export function process<T, R>(fn: ProcessWindowFunction<T, R>, options?: { uid?: string }): (input: WindowedFlow<T>) => Flow<R>;
+export function process<T, R>(fn: ProcessFunction<T, R>, options?: { uid?: string }): (input: Flow<T>) => Flow<R>;
+export function process<T, R>(fn: ProcessFunction<T, R> | ProcessWindowFunction<T, R>, options: { uid?: string } = {}): (input: Flow<T>) => Flow<R> {
   return (input) => {
-    if (input instanceof KeyedFlow) {
-      return keyedOperate<T, R>(input, 'process', options.uid, (backend, emit) => {
-        const { ctx, out } = contexts(backend, emit);
-        return (value) => fn.onElement(value, ctx, out);
-      });
+    if (input instanceof WindowedFlow) {
+      if (!('process' in fn)) throw new TypeError('process() after window(…) takes a ProcessWindowFunction: { process(key, ctx, elements, out) }');
+      return windowOperator<T, R>(input, 'process', options.uid, { name: 'process', fromElements: (elements) => elements }, fn as ProcessWindowFunction<unknown, R>);
     }
+    const processFunction = fn as ProcessFunction<T, R>;
+    if (input instanceof KeyedFlow) return keyedProcess(input, processFunction, options.uid);
     return operate<T, R>(input, {
       kind: 'process',
       uid: options.uid,
       setup(task, emit) {
-        const { ctx, out } = contexts(undefined, emit, task.uid);
-        return { onRecord: (value) => fn.onElement(value, ctx, out) };
+        const noTimers = () => {
+          throw new NoKeyedContextError(`operator '${task.uid}': timers need a keyed flow; put keyBy before process`);
+        };
+        const ctx = processContext(undefined, task.uid, () => task.record.current, {
+          registerEventTimeTimer: noTimers,
+          registerProcessingTimeTimer: noTimers,
+          deleteEventTimeTimer: noTimers,
+          deleteProcessingTimeTimer: noTimers,
+          currentWatermark: () => Number.NEGATIVE_INFINITY,
+          currentProcessingTime: () => task.scheduler.now(),
+        });
+        const out = output(emit, () => task.record.current);
+        return { onRecord: (value) => processFunction.onElement(value, ctx, out) };
       },
     });
   };
 }
 
-/** One context and collector per operator instance, reused for every record (no allocation per record). */
-function contexts<R>(backend: KeyedStateBackend | undefined, emit: (value: R) => void, uid?: string): { ctx: ProcessContext; out: Output<R> } {
-  const ctx: ProcessContext = {
+function keyedProcess<T, R>(input: KeyedFlow<T>, fn: ProcessFunction<T, R>, uid: string | undefined): Flow<R> {
+  return keyedOperate<T, R>(input, 'process', uid, (backend, emit, task, fail) => {
+    const record = task.record;
+    const service = new TimerService(backend, task.scheduler, (domain, time) => {
+      try {
+        onTimer(domain, time);
+      } catch (error) {
+        fail(error);
+      }
+    });
+    const saved = task.restoredOperatorState as { timers?: unknown } | undefined;
+    if (saved?.timers !== undefined) service.restore([saved.timers as never], task.maxParallelism, task.keyGroupRange);
+    const VOID = '';
+    const timers: Timers = {
+      registerEventTimeTimer: (time) => service.registerEventTimeTimer(backend.getCurrentKey()!, VOID, time),
+      registerProcessingTimeTimer: (time) => service.registerProcessingTimeTimer(backend.getCurrentKey()!, VOID, time),
+      deleteEventTimeTimer: (time) => service.deleteEventTimeTimer(backend.getCurrentKey()!, VOID, time),
+      deleteProcessingTimeTimer: (time) => service.deleteProcessingTimeTimer(backend.getCurrentKey()!, VOID, time),
+      currentWatermark: () => service.currentWatermark,
+      currentProcessingTime: () => service.currentProcessingTime(),
+    };
+    let timeDomain: TimeDomain = 'event-time';
+    const ctx = processContext(backend, task.uid, () => record.current, timers) as TimerContext;
+    Object.defineProperty(ctx, 'timeDomain', { get: () => timeDomain });
+    const out = output(emit, () => record.current);
+
+    function onTimer(domain: TimeDomain, time: number): void {
+      if (!fn.onTimer) return;
+      timeDomain = domain;
+      // Output of a timer carries the timer's time, as in Flink.
+      const previous = record.current;
+      record.current = time;
+      fn.onTimer(time, ctx, out);
+      record.current = previous;
+    }
+
+    return {
+      onRecord: (value) => fn.onElement(value, ctx, out),
+      onWatermark(watermark: Watermark, forward: () => void) {
+        service.advanceWatermark(watermark.timestamp);
+        forward();
+      },
+      snapshotOperatorState: () => ({ timers: service.snapshot() }),
+      dispose: () => service.dispose(),
+    };
+  });
+}
+
+/** One context per operator instance, reused for every record (no allocation per record). */
+function processContext(backend: KeyedStateBackend | undefined, uid: string, timestamp: () => number | undefined, timers: Timers): ProcessContext {
+  return {
     get key() {
       return backend?.getCurrentKey();
     },
+    get timestamp() {
+      return timestamp();
+    },
+    timers,
     state<S>(descriptor: StateDescriptor<S, unknown>): S {
       if (!backend) {
         throw new NoKeyedContextError(
@@ -70,5 +167,8 @@ function contexts<R>(backend: KeyedStateBackend | undefined, emit: (value: R) =>
       return backend.getState(descriptor);
     },
   };
-  return { ctx, out: { emit } };
+}
+
+function output<R>(emit: (value: R) => void, timestamp: () => number | undefined): Output<R> {
+  return { emit, side: (tag, value) => emit(new SideOutputElement(tag.id, value, timestamp()) as never) };
 }

@@ -1,6 +1,9 @@
 import type { Flow, KeyedFlow } from '../core/flow';
 import type { Serializer } from '../core/types';
-import { valueState } from '../state/descriptors';
+import { reducingState, valueState } from '../state/descriptors';
+import type { ProcessWindowFunction } from '../windows/windowFunction';
+import { WindowedFlow } from '../windows/windowedFlow';
+import { rejectWindowOnly, windowOperator } from '../windows/windowOperator';
 import { keyedOperate } from './keyedOperate';
 
 export interface StatefulOperatorOptions<S> {
@@ -10,20 +13,39 @@ export interface StatefulOperatorOptions<S> {
   serializer?: Serializer<S>;
 }
 
+/** Options of window functions: a ProcessWindowFunction that receives the pre-aggregated result with its window. */
+export interface WindowFunctionOptions<A, R> {
+  process?: ProcessWindowFunction<A, R>;
+}
+
 /**
  * Rolling reduce per key (Flink's `KeyedStream.reduce`): combines each record with the key's reduction so far and
- * emits the new reduction. The first record of a key is emitted as it is.
+ * emits the new reduction. The first record of a key is emitted as it is. After `window(…)`, reduces each window
+ * incrementally and emits one result per firing (through `process`, if given).
  * @example clicks.pipe(keyBy((c) => c.user), reduce((a, b) => ({ ...a, n: a.n + b.n }), { uid: 'per-user' }))
  */
-export function reduce<T>(reducer: (accumulated: T, value: T) => T, options: StatefulOperatorOptions<T> = {}): (input: KeyedFlow<T>) => Flow<T> {
-  return (input) =>
-    keyedOperate<T, T>(input, 'reduce', options.uid, (backend, emit) => {
+export function reduce<T, R = T>(
+  reducer: (accumulated: T, value: T) => T,
+  options: StatefulOperatorOptions<T> & WindowFunctionOptions<T, R> = {},
+): (input: KeyedFlow<T>) => Flow<R> {
+  return (input) => {
+    if (input instanceof WindowedFlow) {
+      const contents = {
+        name: 'reduce',
+        incremental: { descriptor: reducingState('window-contents', reducer, { serializer: options.serializer }) },
+        fromElements: (elements: T[]) => [elements.reduce(reducer)],
+      };
+      return windowOperator<T, R>(input, 'reduce', options.uid, contents, options.process as ProcessWindowFunction<unknown, R> | undefined);
+    }
+    rejectWindowOnly('reduce', options.process);
+    return keyedOperate<T, R>(input, 'reduce', options.uid, (backend, emit) => {
       const state = backend.getState(valueState<T>('reduce', { serializer: options.serializer }));
       return (value) => {
         const current = state.value();
         const next = current === undefined ? value : reducer(current, value);
         state.update(next);
-        emit(next);
+        emit(next as unknown as R);
       };
     });
+  };
 }

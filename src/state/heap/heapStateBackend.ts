@@ -1,4 +1,3 @@
-import { StateDescriptorConflictError, StateMigrationError } from '../../core/errors';
 import { keyGroupOf } from '../../core/keyGroups';
 import type {
   Key,
@@ -8,20 +7,21 @@ import type {
   KeyedStatePayload,
   StateBackend,
   StateDescriptor,
+  SnapshotEntry,
   StateMeta,
 } from '../../core/types';
-import { copyValue } from '../copyValue';
 import { decodeKey, encodeKey } from '../keyCodec';
+import { checkRestoredMeta, checkSameRegistration, metaOf, requireKey, undeclaredState } from '../stateChecks';
 import {
   HeapAggregatingState,
   HeapListState,
   HeapMapState,
   HeapReducingState,
   HeapValueState,
-  requireKey,
   type KeyScope,
 } from './heapStates';
-import { StateTable, type Overlay } from './stateTable';
+import { StateFamily } from './stateFamily';
+import type { StateTable, Overlay } from './stateTable';
 
 /**
  * Working state in JavaScript `Map`s (Flink's HashMapStateBackend): the fastest backend, bounded by the heap.
@@ -38,13 +38,16 @@ export function heapStateBackend(): StateBackend {
 /** Restored entries of a state nobody has asked for yet: decoded when its descriptor is first used. */
 interface PendingState {
   meta: StateMeta;
-  entries: [unknown, unknown][];
+  /** `[encodedKey, encodedValue, namespace]`. */
+  entries: [unknown, unknown, string][];
 }
 
 class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
   private key: Key | undefined;
-  private readonly tables = new Map<string, StateTable<unknown>>();
-  private readonly states = new Map<StateDescriptor<unknown>, unknown>();
+  namespace = '';
+  private readonly families = new Map<string, StateFamily<unknown>>();
+  /** State objects by name: a descriptor created again for the same state gets the same object. */
+  private readonly states = new Map<string, unknown>();
   private readonly pending = new Map<string, PendingState>();
 
   constructor(
@@ -61,107 +64,128 @@ class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
     return this.key;
   }
 
+  setCurrentNamespace(namespace: string): void {
+    this.namespace = namespace;
+  }
+
   currentKey(stateName: string): Key {
     return this.key ?? requireKey(undefined, stateName);
   }
 
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any stored type
   getState<S>(descriptor: StateDescriptor<S, any>): S {
-    const known = this.states.get(descriptor as StateDescriptor<unknown>);
-    if (known !== undefined) return known as S;
-    const table = this.register(descriptor as StateDescriptor<unknown>);
-    const state = this.createState(table);
-    this.states.set(descriptor as StateDescriptor<unknown>, state);
+    const known = this.states.get(descriptor.name);
+    if (known !== undefined) {
+      const family = this.families.get(descriptor.name)!;
+      if (family.descriptor !== descriptor) checkSameRegistration(this.uid, family.descriptor, descriptor as StateDescriptor<unknown>);
+      return known as S;
+    }
+    const family = this.register(descriptor as StateDescriptor<unknown>);
+    const state = this.createState(family);
+    this.states.set(descriptor.name, state);
     return state as S;
   }
 
-  private createState(table: StateTable<unknown>): unknown {
-    switch (table.descriptor.kind) {
+  private createState(family: StateFamily<unknown>): unknown {
+    switch (family.descriptor.kind) {
       case 'value':
-        return new HeapValueState(this, table);
+        return new HeapValueState(this, family);
       case 'list':
-        return new HeapListState(this, table as StateTable<unknown[]>);
+        return new HeapListState(this, family as StateFamily<unknown[]>);
       case 'map':
-        return new HeapMapState(this, table as StateTable<Map<unknown, unknown>>);
+        return new HeapMapState(this, family as StateFamily<Map<unknown, unknown>>);
       case 'reducing':
-        return new HeapReducingState(this, table);
+        return new HeapReducingState(this, family);
       case 'aggregating':
-        return new HeapAggregatingState(this, table);
+        return new HeapAggregatingState(this, family);
     }
   }
 
-  private register(descriptor: StateDescriptor<unknown>): StateTable<unknown> {
-    const existing = this.tables.get(descriptor.name);
+  private register(descriptor: StateDescriptor<unknown>): StateFamily<unknown> {
+    const existing = this.families.get(descriptor.name);
     if (existing !== undefined) {
-      const was = existing.descriptor;
-      if (was.kind !== descriptor.kind || was.serializer.id !== descriptor.serializer.id) {
-        throw new StateDescriptorConflictError(
-          `operator '${this.uid}': state '${descriptor.name}' is already registered as ${describe(was)}, ` +
-            `not ${describe(descriptor)}; give the second state another name`,
-        );
-      }
+      checkSameRegistration(this.uid, existing.descriptor, descriptor);
       return existing;
     }
-    const table = new StateTable<unknown>(descriptor, copyValue);
-    this.tables.set(descriptor.name, table);
+    const family = new StateFamily<unknown>(descriptor);
+    // Registered only once the restored entries loaded: a descriptor that does not fit them must not take the name
+    // (and silently drop the restored state) for the next getState.
     const restored = this.pending.get(descriptor.name);
     if (restored !== undefined) {
+      this.load(family, restored);
       this.pending.delete(descriptor.name);
-      this.load(table, restored);
     }
-    return table;
+    this.families.set(descriptor.name, family);
+    return family;
   }
 
-  private load(table: StateTable<unknown>, restored: PendingState): void {
+  private load(family: StateFamily<unknown>, restored: PendingState): void {
     const { meta } = restored;
-    const descriptor = table.descriptor;
-    if (meta.kind !== descriptor.kind || meta.serializer !== descriptor.serializer.id) {
-      throw new StateMigrationError(
-        `operator '${this.uid}': state '${descriptor.name}' was saved as ${meta.kind} state with serializer '${meta.serializer}' ` +
-          `but is now read as ${describe(descriptor)}; keep the old kind and serializer, or use another state name`,
-      );
+    const descriptor = family.descriptor;
+    checkRestoredMeta(this.uid, meta, descriptor);
+    for (const [key, value, namespace] of restored.entries) {
+      family.write(namespace).live.set(decodeKey(key), descriptor.serializer.decode(value, meta.serializerVersion));
     }
-    for (const [key, value] of restored.entries) {
-      table.live.set(decodeKey(key), descriptor.serializer.decode(value, meta.serializerVersion));
+  }
+
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any stored type
+  mergeNamespaces(descriptor: StateDescriptor<unknown, any>, target: string, sources: readonly string[]): void {
+    const family = this.register(descriptor);
+    const key = this.currentKey(descriptor.name);
+    let merged = family.read(target).get(key);
+    for (const source of sources) {
+      const table = family.read(source);
+      const value = table.get(key);
+      if (value === undefined) continue;
+      merged = merged === undefined ? value : combine(descriptor, merged, value);
+      table.delete(key);
+      family.release(source, table);
     }
+    if (merged !== undefined) family.write(target).set(key, merged);
   }
 
   snapshot(): KeyedSnapshot {
-    const tables = Array.from(this.tables.values());
-    const overlays: Overlay[] = tables.map((table) => {
-      const overlay: Overlay = new Map();
-      table.overlays.push(overlay);
-      return overlay;
-    });
+    const tables: [string, StateTable<unknown>, Overlay][] = [];
+    for (const family of this.families.values()) {
+      for (const [namespace, table] of family.tables) {
+        const overlay: Overlay = new Map();
+        table.overlays.push(overlay);
+        tables.push([namespace, table, overlay]);
+      }
+    }
     // Restored state nobody has read yet is immutable until then: the snapshot can keep it as it is.
     const pending = Array.from(this.pending.values());
     let released = false;
     const release = () => {
       if (released) return;
       released = true;
-      tables.forEach((table, i) => table.overlays.splice(table.overlays.indexOf(overlays[i]!), 1));
+      for (const [, table, overlay] of tables) table.overlays.splice(table.overlays.indexOf(overlay), 1);
     };
     return {
       release,
       materialize: () => {
         const states: StateMeta[] = [];
-        const groups = new Map<number, [number, unknown, unknown][]>();
+        const indexOf = new Map<string, number>();
+        const groups = new Map<number, SnapshotEntry[]>();
         const groupOf = (key: Key) => {
           const keyGroup = keyGroupOf(key, this.maxParallelism);
           let group = groups.get(keyGroup);
           if (group === undefined) groups.set(keyGroup, (group = []));
           return group;
         };
-        tables.forEach((table, i) => {
-          const { name, kind, serializer } = table.descriptor;
-          const index = states.push({ name, kind, serializer: serializer.id, serializerVersion: serializer.version }) - 1;
-          table.forEachAsOf(overlays[i]!, (key, value) => {
-            groupOf(key).push([index, encodeKey(key), serializer.encode(value)]);
-          });
-        });
+        for (const [namespace, table, overlay] of tables) {
+          const { name, serializer } = table.descriptor;
+          let index = indexOf.get(name);
+          if (index === undefined) indexOf.set(name, (index = states.push(metaOf(table.descriptor)) - 1));
+          const state = index;
+          if (namespace === '') table.forEachAsOf(overlay, (key, value) => groupOf(key).push([state, encodeKey(key), serializer.encode(value)]));
+          else table.forEachAsOf(overlay, (key, value) => groupOf(key).push([state, encodeKey(key), serializer.encode(value), namespace]));
+        }
         for (const { meta, entries } of pending) {
           const index = states.push(meta) - 1;
-          for (const [key, value] of entries) groupOf(decodeKey(key)).push([index, key, value]);
+          for (const [key, value, namespace] of entries) {
+            groupOf(decodeKey(key)).push(namespace === '' ? [index, key, value] : [index, key, value, namespace]);
+          }
         }
         release();
         return { states, keyGroups: Array.from(groups).sort((a, b) => a[0] - b[0]) };
@@ -173,12 +197,12 @@ class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
     for (const payload of payloads) {
       for (const [keyGroup, entries] of payload.keyGroups) {
         if (keyGroup < this.range.start || keyGroup > this.range.end) continue;
-        for (const [index, key, value] of entries) {
+        for (const [index, key, value, namespace = ''] of entries) {
           const meta = payload.states[index];
-          if (meta === undefined) throw new StateMigrationError(`operator '${this.uid}': a snapshot entry names state #${index}, which the snapshot does not declare`);
+          if (meta === undefined) throw undeclaredState(this.uid, index);
           let state = this.pending.get(meta.name);
           if (state === undefined) this.pending.set(meta.name, (state = { meta, entries: [] }));
-          state.entries.push([key, value]);
+          state.entries.push([key, value, namespace]);
         }
       }
     }
@@ -186,18 +210,30 @@ class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
 
   keyCount(): number {
     const keys = new Set<unknown>();
-    for (const table of this.tables.values()) for (const key of table.live.keys()) keys.add(key);
-    for (const state of this.pending.values()) for (const [key] of state.entries) keys.add(JSON.stringify(key));
+    for (const family of this.families.values()) for (const table of family.tables.values()) for (const key of table.live.keys()) keys.add(key);
+    for (const state of this.pending.values()) for (const [key] of state.entries) keys.add(decodeKey(key));
     return keys.size;
   }
 
   dispose(): void {
-    this.tables.clear();
+    this.families.clear();
     this.states.clear();
     this.pending.clear();
   }
 }
 
-function describe(descriptor: StateDescriptor<unknown>): string {
-  return `${descriptor.kind} state with serializer '${descriptor.serializer.id}'`;
+/** Merges two values of one state for merging windows, by the state's kind. */
+function combine(descriptor: StateDescriptor<unknown>, a: unknown, b: unknown): unknown {
+  switch (descriptor.kind) {
+    case 'list':
+      return [...(a as unknown[]), ...(b as unknown[])];
+    case 'map':
+      return new Map([...(a as Map<unknown, unknown>), ...(b as Map<unknown, unknown>)]);
+    case 'reducing':
+      return descriptor.reduce!(a, b);
+    case 'aggregating':
+      return descriptor.aggregate!.merge(a, b);
+    case 'value':
+      return b;
+  }
 }

@@ -1,65 +1,79 @@
-import { NoKeyedContextError, NullStateValueError } from '../../core/errors';
 import type { AggregatingState, Key, ListState, MapState, ReducingState, ValueState } from '../../core/types';
 import { copyValue } from '../copyValue';
+import { rejectNull } from '../stateChecks';
+import type { StateFamily } from './stateFamily';
 import type { StateTable } from './stateTable';
 
-/** What a heap state object needs from its backend: the key of the record being processed. */
+/** What a heap state object needs from its backend: the key and namespace of the record being processed. */
 export interface KeyScope {
   currentKey(stateName: string): Key;
+  readonly namespace: string;
 }
 
-export function requireKey(key: Key | undefined, stateName: string): Key {
-  if (key === undefined) {
-    throw new NoKeyedContextError(
-      `state '${stateName}' was used where no key is current; keyed state is only available inside a keyed operator ` +
-        '(after keyBy) while it processes a record or a timer',
-    );
+/**
+ * The part every heap state kind shares: finding the table of the current namespace (the void one on the fast
+ * path) and dropping a window's table when its last key is cleared.
+ */
+abstract class HeapState<V> {
+  constructor(protected readonly scope: KeyScope, protected readonly family: StateFamily<V>) {}
+
+  protected get name(): string {
+    return this.family.descriptor.name;
   }
-  return key;
-}
 
-function rejectNull(value: unknown, stateName: string, what: string): void {
-  if (value === null || value === undefined) {
-    throw new NullStateValueError(`state '${stateName}': ${what} ${String(value)}; clear() the state instead of adding nothing`);
+  protected key(): Key {
+    return this.scope.currentKey(this.family.descriptor.name);
+  }
+
+  protected readTable(): StateTable<V> {
+    return this.family.read(this.scope.namespace);
+  }
+
+  protected writeTable(): StateTable<V> {
+    return this.family.write(this.scope.namespace);
+  }
+
+  protected read(): V | undefined {
+    return this.family.read(this.scope.namespace).get(this.key());
+  }
+
+  clear(): void {
+    const namespace = this.scope.namespace;
+    const table = this.family.read(namespace);
+    table.delete(this.key());
+    this.family.release(namespace, table);
   }
 }
 
-export class HeapValueState<T> implements ValueState<T> {
-  constructor(private readonly scope: KeyScope, private readonly table: StateTable<T>) {}
-
+export class HeapValueState<T> extends HeapState<T> implements ValueState<T> {
   value(): T | undefined {
-    const key = this.scope.currentKey(this.table.descriptor.name);
+    const key = this.key();
+    const table = this.readTable();
     // Reads hand out a private copy while a snapshot is pending, so in-place mutation cannot reach the snapshot.
-    const value = this.table.overlays.length === 0 ? this.table.get(key) : this.table.mutable(key);
+    const value = table.overlays.length === 0 ? table.get(key) : table.mutable(key);
     if (value !== undefined) return value;
-    const fallback = this.table.descriptor.defaultValue;
+    const fallback = this.family.descriptor.defaultValue;
     return fallback === undefined ? undefined : copyValue(fallback);
   }
 
   update(value: T | undefined): void {
-    const key = this.scope.currentKey(this.table.descriptor.name);
-    if (value === undefined) this.table.delete(key);
-    else this.table.set(key, value);
-  }
-
-  clear(): void {
-    this.table.delete(this.scope.currentKey(this.table.descriptor.name));
+    if (value === undefined) this.clear();
+    else this.writeTable().set(this.key(), value);
   }
 }
 
-export class HeapListState<T> implements ListState<T> {
-  constructor(private readonly scope: KeyScope, private readonly table: StateTable<T[]>) {}
-
+export class HeapListState<T> extends HeapState<T[]> implements ListState<T> {
   get(): T[] {
-    const list = this.table.get(this.scope.currentKey(this.table.descriptor.name));
+    const list = this.read();
     return list === undefined ? [] : list.slice();
   }
 
   add(value: T): void {
-    rejectNull(value, this.table.descriptor.name, 'cannot add');
-    const key = this.scope.currentKey(this.table.descriptor.name);
-    const list = this.table.mutable(key);
-    if (list === undefined) this.table.set(key, [value]);
+    rejectNull(value, this.name, 'cannot add');
+    const key = this.key();
+    const table = this.writeTable();
+    const list = table.mutable(key);
+    if (list === undefined) table.set(key, [value]);
     else list.push(value);
   }
 
@@ -69,33 +83,23 @@ export class HeapListState<T> implements ListState<T> {
 
   update(values: Iterable<T>): void {
     const list = Array.from(values);
-    for (const value of list) rejectNull(value, this.table.descriptor.name, 'cannot hold');
-    const key = this.scope.currentKey(this.table.descriptor.name);
-    if (list.length === 0) this.table.delete(key);
-    else this.table.set(key, list);
-  }
-
-  clear(): void {
-    this.table.delete(this.scope.currentKey(this.table.descriptor.name));
+    for (const value of list) rejectNull(value, this.name, 'cannot hold');
+    if (list.length === 0) this.clear();
+    else this.writeTable().set(this.key(), list);
   }
 }
 
-export class HeapMapState<K, V> implements MapState<K, V> {
-  constructor(private readonly scope: KeyScope, private readonly table: StateTable<Map<K, V>>) {}
-
-  private read(): Map<K, V> | undefined {
-    return this.table.get(this.scope.currentKey(this.table.descriptor.name));
-  }
-
+export class HeapMapState<K, V> extends HeapState<Map<K, V>> implements MapState<K, V> {
   get(key: K): V | undefined {
     return this.read()?.get(key);
   }
 
   put(key: K, value: V): void {
-    if (value === undefined) rejectNull(value, this.table.descriptor.name, `cannot put ${String(key)} →`);
-    const stateKey = this.scope.currentKey(this.table.descriptor.name);
-    const map = this.table.mutable(stateKey);
-    if (map === undefined) this.table.set(stateKey, new Map([[key, value]]));
+    if (value === undefined) rejectNull(value, this.name, `cannot put ${String(key)} →`);
+    const stateKey = this.key();
+    const table = this.writeTable();
+    const map = table.mutable(stateKey);
+    if (map === undefined) table.set(stateKey, new Map([[key, value]]));
     else map.set(key, value);
   }
 
@@ -104,11 +108,10 @@ export class HeapMapState<K, V> implements MapState<K, V> {
   }
 
   remove(key: K): void {
-    const stateKey = this.scope.currentKey(this.table.descriptor.name);
-    if (!this.table.get(stateKey)?.has(key)) return;
-    const map = this.table.mutable(stateKey)!;
+    if (!this.read()?.has(key)) return;
+    const map = this.writeTable().mutable(this.key())!;
     map.delete(key);
-    if (map.size === 0) this.table.delete(stateKey);
+    if (map.size === 0) this.clear();
   }
 
   contains(key: K): boolean {
@@ -130,49 +133,35 @@ export class HeapMapState<K, V> implements MapState<K, V> {
   isEmpty(): boolean {
     return (this.read()?.size ?? 0) === 0;
   }
-
-  clear(): void {
-    this.table.delete(this.scope.currentKey(this.table.descriptor.name));
-  }
 }
 
-export class HeapReducingState<T> implements ReducingState<T> {
-  constructor(private readonly scope: KeyScope, private readonly table: StateTable<T>) {}
-
+export class HeapReducingState<T> extends HeapState<T> implements ReducingState<T> {
   get(): T | undefined {
-    return this.table.get(this.scope.currentKey(this.table.descriptor.name));
+    return this.read();
   }
 
   add(value: T): void {
-    rejectNull(value, this.table.descriptor.name, 'cannot add');
-    const key = this.scope.currentKey(this.table.descriptor.name);
-    const current = this.table.get(key);
-    this.table.set(key, current === undefined ? value : this.table.descriptor.reduce!(current, value));
-  }
-
-  clear(): void {
-    this.table.delete(this.scope.currentKey(this.table.descriptor.name));
+    rejectNull(value, this.name, 'cannot add');
+    const key = this.key();
+    const table = this.writeTable();
+    const current = table.get(key);
+    table.set(key, current === undefined ? value : this.family.descriptor.reduce!(current, value));
   }
 }
 
-export class HeapAggregatingState<IN, ACC, OUT> implements AggregatingState<IN, OUT> {
-  constructor(private readonly scope: KeyScope, private readonly table: StateTable<ACC>) {}
-
+export class HeapAggregatingState<IN, ACC, OUT> extends HeapState<ACC> implements AggregatingState<IN, OUT> {
   get(): OUT | undefined {
-    const accumulator = this.table.get(this.scope.currentKey(this.table.descriptor.name));
-    return accumulator === undefined ? undefined : (this.table.descriptor.aggregate!.getResult(accumulator) as OUT);
+    const accumulator = this.read();
+    return accumulator === undefined ? undefined : (this.family.descriptor.aggregate!.getResult(accumulator) as OUT);
   }
 
   add(value: IN): void {
-    rejectNull(value, this.table.descriptor.name, 'cannot add');
-    const key = this.scope.currentKey(this.table.descriptor.name);
-    const aggregate = this.table.descriptor.aggregate!;
+    rejectNull(value, this.name, 'cannot add');
+    const key = this.key();
+    const table = this.writeTable();
+    const aggregate = this.family.descriptor.aggregate!;
     // `add` may mutate the accumulator in place (Flink allows it), so take a copy-on-write view of it.
-    const accumulator = this.table.mutable(key) ?? aggregate.createAccumulator();
-    this.table.set(key, aggregate.add(value, accumulator));
-  }
-
-  clear(): void {
-    this.table.delete(this.scope.currentKey(this.table.descriptor.name));
+    const accumulator = table.mutable(key) ?? aggregate.createAccumulator();
+    table.set(key, aggregate.add(value, accumulator));
   }
 }

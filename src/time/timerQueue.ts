@@ -1,0 +1,93 @@
+import type { Key } from '../core/types';
+
+/**
+ * Pending timers of one time domain: at most one per (time, namespace, key), as Flink deduplicates timers. Timers
+ * are grouped by time because windows make many keys share few times (every key's window ends at the same
+ * instant), so the min-heap holds distinct times only and firing a time visits its keys in one sweep.
+ */
+export class TimerQueue {
+  private readonly byTime = new Map<number, Map<string, Set<Key>>>();
+  /** Distinct times, as a binary min-heap; may hold times whose timers were all deleted (skipped on peek). */
+  private readonly heap: number[] = [];
+  private count = 0;
+
+  get size(): number {
+    return this.count;
+  }
+
+  add(time: number, namespace: string, key: Key): void {
+    let namespaces = this.byTime.get(time);
+    if (namespaces === undefined) {
+      this.byTime.set(time, (namespaces = new Map()));
+      this.push(time);
+    }
+    let keys = namespaces.get(namespace);
+    if (keys === undefined) namespaces.set(namespace, (keys = new Set()));
+    if (!keys.has(key)) {
+      keys.add(key);
+      this.count++;
+    }
+  }
+
+  delete(time: number, namespace: string, key: Key): void {
+    const namespaces = this.byTime.get(time);
+    const keys = namespaces?.get(namespace);
+    if (!keys?.delete(key)) return;
+    this.count--;
+    if (keys.size === 0) namespaces!.delete(namespace);
+    if (namespaces!.size === 0) this.byTime.delete(time);
+  }
+
+  /** The earliest pending time, or undefined. */
+  peek(): number | undefined {
+    while (this.heap.length > 0 && !this.byTime.has(this.heap[0]!)) this.pop();
+    return this.heap[0];
+  }
+
+  /** Removes and returns every timer of the earliest time (`[namespace, key]` pairs). */
+  takeEarliest(): { time: number; timers: [string, Key][] } | undefined {
+    const time = this.peek();
+    if (time === undefined) return undefined;
+    const namespaces = this.byTime.get(time)!;
+    this.byTime.delete(time);
+    this.pop();
+    const timers: [string, Key][] = [];
+    for (const [namespace, keys] of namespaces) for (const key of keys) timers.push([namespace, key]);
+    this.count -= timers.length;
+    return { time, timers };
+  }
+
+  forEach(visit: (time: number, namespace: string, key: Key) => void): void {
+    for (const [time, namespaces] of this.byTime) for (const [namespace, keys] of namespaces) for (const key of keys) visit(time, namespace, key);
+  }
+
+  private push(time: number): void {
+    const heap = this.heap;
+    heap.push(time);
+    let i = heap.length - 1;
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      if (heap[parent]! <= time) break;
+      heap[i] = heap[parent]!;
+      i = parent;
+    }
+    heap[i] = time;
+  }
+
+  private pop(): void {
+    const heap = this.heap;
+    const last = heap.pop()!;
+    if (heap.length === 0) return;
+    let i = 0;
+    for (;;) {
+      const left = 2 * i + 1;
+      if (left >= heap.length) break;
+      const right = left + 1;
+      const child = right < heap.length && heap[right]! < heap[left]! ? right : left;
+      if (heap[child]! >= last) break;
+      heap[i] = heap[child]!;
+      i = child;
+    }
+    heap[i] = last;
+  }
+}

@@ -1,0 +1,35 @@
+import type { Key, StateDescriptor } from '../core/types';
+import type { Output } from '../operators/process';
+import type { Window } from './windowTypes';
+
+/** What a process window function sees besides the elements. */
+export interface WindowContext {
+  readonly window: Window;
+  readonly currentWatermark: number;
+  currentProcessingTime(): number;
+}
+
+/**
+ * Flink's ProcessWindowFunction: called once per window firing with the key, the window and its elements (or, after
+ * `reduce`/`aggregate`, the single pre-aggregated result).
+ * @example
+ * process({ process(user, ctx, clicks, out) { out.emit({ user, from: ctx.window.start, clicks: clicks.length }); } }, { uid: 'sessions' })
+ */
+export interface ProcessWindowFunction<IN, OUT> {
+  process(key: Key, ctx: WindowContext, elements: IN[], out: Output<OUT>): void;
+}
+
+/**
+ * How a window function keeps a window's contents: incrementally in a reducing or aggregating state (one value per
+ * window, whatever its size), or as the list of elements when it needs them all (process functions, evictors).
+ */
+export interface WindowContents<T> {
+  readonly name: string;
+  /** The incremental state and how to read its one result; absent when only the elements will do. */
+  readonly incremental?: {
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any stored type (the accumulator)
+    descriptor: StateDescriptor<{ add(value: T): void; get(): unknown; clear(): void }, any>;
+  };
+  /** The results of a window from its elements, when the contents are listed. */
+  fromElements(elements: T[]): unknown[];
+}

@@ -1,0 +1,250 @@
+import type { ListState, Key, KeyedStateBackend, ValueState } from '../core/types';
+import { JobDefinitionError } from '../core/errors';
+import { Flow } from '../core/flow';
+import { SideOutputElement, type Watermark } from '../core/elements';
+import { keyedOperate } from '../operators/keyedOperate';
+import type { Output } from '../operators/process';
+import { listState, valueState } from '../state/descriptors';
+import { jsonSerializer } from '../state/serializers';
+import { TimerService, type TimeDomain } from '../time/timerService';
+import { timeWindow, windowOfId } from './timeWindow';
+import type { ProcessWindowFunction, WindowContents, WindowContext } from './windowFunction';
+import type { WindowedFlow } from './windowedFlow';
+import type { Trigger, TriggerContext, TriggerResult, TriggerState, Window } from './windowTypes';
+
+/** The side output tag late records go to; read it with `lateData()`. */
+export const LATE_DATA = 'late-data';
+
+const VOID = '';
+
+/**
+ * Flink's WindowOperator: assigns each record to windows, keeps their contents in keyed state scoped to the window
+ * (the state namespace), asks the trigger when to fire, emits results stamped `window.maxTimestamp`, routes records
+ * too late for any window to the late-data side output, and clears a window's state and timers at
+ * `maxTimestamp + allowedLateness`. Session windows merge here, contents and trigger state included.
+ */
+export function windowOperator<T, R>(
+  input: WindowedFlow<T>,
+  kind: string,
+  uid: string | undefined,
+  contents: WindowContents<T>,
+  userFunction: ProcessWindowFunction<unknown, R> | undefined,
+): Flow<R> {
+  const { assigner, trigger, allowedLateness } = input.window;
+  const evictToLast = assigner.evictToLast;
+  const eventTime = assigner.time === 'event-time';
+  const flow = keyedOperate<T, R>(input, kind, uid, (backend, emit, task, fail) => {
+    const record = task.record;
+    const listed = listState<T>('window-contents');
+    const incremental = evictToLast === undefined ? contents.incremental?.descriptor : undefined;
+    const aggregated = incremental ? backend.getState(incremental) : undefined;
+    const elements: ListState<T> | undefined = aggregated ? undefined : backend.getState(listed);
+    // The windows of each key that are sessions in progress, for merging (void namespace).
+    const sessions: ValueState<[number, number][]> | undefined = assigner.merging
+      ? backend.getState(valueState<[number, number][]>('window-sessions', { serializer: jsonSerializer() }))
+      : undefined;
+
+    const timers = new TimerService(backend, task.scheduler, (domain, time, key, namespace) => {
+      try {
+        onTimer(domain, time, key, namespace);
+      } catch (error) {
+        fail(error);
+      }
+    });
+    const saved = task.restoredOperatorState as { timers?: unknown } | undefined;
+    if (saved?.timers !== undefined) timers.restore([saved.timers as never], task.maxParallelism, task.keyGroupRange);
+
+    let currentKey: Key = '';
+    let currentWindow: Window = timeWindow(0, 1);
+    const triggerContext = createTriggerContext(backend, timers, () => currentKey, () => currentWindow);
+    const windowContext: WindowContext = {
+      get window() {
+        return currentWindow;
+      },
+      get currentWatermark() {
+        return timers.currentWatermark;
+      },
+      currentProcessingTime: () => timers.currentProcessingTime(),
+    };
+    const out: Output<R> = { emit, side: (tag, value) => emit(new SideOutputElement(tag.id, value, record.current) as never) };
+
+    /** The time at which a window's state is dropped for good: its end plus the allowed lateness, without overflow. */
+    const cleanupTime = (window: Window) =>
+      eventTime ? Math.min(window.maxTimestamp + allowedLateness, Number.MAX_SAFE_INTEGER) : window.maxTimestamp;
+    const isLate = (window: Window) => eventTime && cleanupTime(window) <= timers.currentWatermark;
+
+    function setWindow(window: Window): void {
+      currentWindow = window;
+      backend.setCurrentNamespace(window.id);
+    }
+
+    function addToWindow(value: T): void {
+      if (aggregated) {
+        aggregated.add(value);
+        return;
+      }
+      elements!.add(value);
+      if (evictToLast !== undefined) {
+        const all = elements!.get();
+        if (all.length > evictToLast) elements!.update(all.slice(all.length - evictToLast));
+      }
+    }
+
+    function fire(window: Window): void {
+      let results: unknown[];
+      if (aggregated) {
+        const result = aggregated.get();
+        results = result === undefined ? [] : [result];
+      } else {
+        const all = elements!.get();
+        results = all.length === 0 ? [] : contents.fromElements(all);
+      }
+      if (results.length === 0) return;
+      // Window results carry the window's last instant as their event timestamp.
+      const previous = record.current;
+      record.current = window.maxTimestamp;
+      if (userFunction) userFunction.process(currentKey, windowContext, results, out);
+      else for (const result of results) emit(result as R);
+      record.current = previous;
+    }
+
+    function purge(): void {
+      aggregated?.clear();
+      elements?.clear();
+    }
+
+    function act(result: TriggerResult, window: Window): void {
+      if (result === 'fire' || result === 'fire-and-purge') fire(window);
+      if (result === 'purge' || result === 'fire-and-purge') purge();
+    }
+
+    function registerCleanup(window: Window): void {
+      if (window.maxTimestamp >= Number.MAX_SAFE_INTEGER) return;
+      if (eventTime) timers.registerEventTimeTimer(currentKey, window.id, cleanupTime(window));
+      else timers.registerProcessingTimeTimer(currentKey, window.id, cleanupTime(window));
+    }
+
+    function clearWindow(window: Window): void {
+      purge();
+      trigger.clear(window, triggerContext);
+      if (sessions) {
+        backend.setCurrentNamespace(VOID);
+        const remaining = (sessions.value() ?? []).filter(([start, end]) => start !== window.start || end !== window.end);
+        sessions.update(remaining.length > 0 ? remaining : undefined);
+        backend.setCurrentNamespace(window.id);
+      }
+    }
+
+    /** Merges the new session window into the key's overlapping ones; returns the window the record goes to. */
+    function mergeSession(window: Window): Window {
+      backend.setCurrentNamespace(VOID);
+      const all = sessions!.value() ?? [];
+      const overlapping = all.filter(([start, end]) => start <= window.end && window.start <= end);
+      if (overlapping.length === 0) {
+        all.push([window.start, window.end]);
+        sessions!.update(all);
+        return window;
+      }
+      const start = Math.min(window.start, ...overlapping.map(([s]) => s));
+      const end = Math.max(window.end, ...overlapping.map(([, e]) => e));
+      const merged = timeWindow(start, end);
+      const replaced = overlapping.map(([s, e]) => timeWindow(s, e)).filter((w) => w.id !== merged.id);
+      sessions!.update([...all.filter((w) => !overlapping.includes(w)), [start, end]]);
+      if (replaced.length > 0) {
+        backend.mergeNamespaces(aggregated ? incremental! : listed, merged.id, replaced.map((w) => w.id));
+        setWindow(merged);
+        trigger.onMerge?.(merged, replaced, triggerContext);
+        for (const old of replaced) {
+          currentWindow = old;
+          trigger.clear(old, triggerContext);
+          if (eventTime) timers.deleteEventTimeTimer(currentKey, old.id, cleanupTime(old));
+          else timers.deleteProcessingTimeTimer(currentKey, old.id, cleanupTime(old));
+        }
+      }
+      return merged;
+    }
+
+    function onTimer(domain: TimeDomain, time: number, key: Key, namespace: string): void {
+      currentKey = key;
+      const window = windowOfId(namespace);
+      setWindow(window);
+      const result = domain === 'event-time' ? trigger.onEventTime(time, window, triggerContext) : trigger.onProcessingTime(time, window, triggerContext);
+      act(result, window);
+      if ((domain === 'event-time') === eventTime && time === cleanupTime(window)) clearWindow(window);
+      backend.setCurrentNamespace(VOID);
+    }
+
+    return {
+      onRecord(value) {
+        currentKey = backend.getCurrentKey()!;
+        const timestamp = assigner.time === 'processing-time' ? task.scheduler.now() : (record.current ?? task.scheduler.now());
+        let dropped = true;
+        for (let window of assigner.assign(timestamp)) {
+          if (sessions) window = mergeSession(window);
+          if (isLate(window)) continue;
+          dropped = false;
+          setWindow(window);
+          addToWindow(value);
+          act(trigger.onElement(timestamp, window, triggerContext), window);
+          registerCleanup(window);
+        }
+        backend.setCurrentNamespace(VOID);
+        if (dropped && eventTime && timestamp + allowedLateness <= timers.currentWatermark) {
+          emit(new SideOutputElement(LATE_DATA, value, timestamp) as never);
+        }
+      },
+      onWatermark(watermark: Watermark, forward: () => void) {
+        timers.advanceWatermark(watermark.timestamp);
+        forward();
+      },
+      snapshotOperatorState: () => ({ timers: timers.snapshot() }),
+      dispose: () => timers.dispose(),
+    };
+  }, { timestamped: true });
+  return flow;
+}
+
+/** One trigger context per operator instance, reading the current key and window (no allocation per record). */
+function createTriggerContext(
+  backend: KeyedStateBackend,
+  timers: TimerService,
+  key: () => Key,
+  window: () => Window,
+): TriggerContext {
+  const descriptors = new Map<string, ReturnType<typeof valueState<unknown>>>();
+  return {
+    get key() {
+      return key();
+    },
+    get currentWatermark() {
+      return timers.currentWatermark;
+    },
+    currentProcessingTime: () => timers.currentProcessingTime(),
+    registerEventTimeTimer: (time) => timers.registerEventTimeTimer(key(), window().id, time),
+    registerProcessingTimeTimer: (time) => timers.registerProcessingTimeTimer(key(), window().id, time),
+    deleteEventTimeTimer: (time) => timers.deleteEventTimeTimer(key(), window().id, time),
+    deleteProcessingTimeTimer: (time) => timers.deleteProcessingTimeTimer(key(), window().id, time),
+    state<T>(name: string, of?: Window): TriggerState<T> {
+      let descriptor = descriptors.get(name);
+      if (descriptor === undefined) descriptors.set(name, (descriptor = valueState<unknown>(`trigger-${name}`)));
+      const state = backend.getState(descriptor) as ValueState<T>;
+      const scoped = <V>(read: () => V): V => {
+        const current = window().id;
+        backend.setCurrentNamespace((of ?? window()).id);
+        try {
+          return read();
+        } finally {
+          backend.setCurrentNamespace(current);
+        }
+      };
+      return { get: () => scoped(() => state.value()), set: (value) => scoped(() => state.update(value)) };
+    },
+  };
+}
+
+/** Rejects options that only make sense on windowed flows. */
+export function rejectWindowOnly(kind: string, process: unknown): void {
+  if (process !== undefined) {
+    throw new JobDefinitionError(`${kind}: the process option is a window function; use it after window(…)`);
+  }
+}

@@ -1,0 +1,18 @@
+import { KeyedFlow } from '../core/flow';
+import type { GraphNode, KeySelector } from '../core/graph';
+import type { JobGraph } from '../core/jobGraph';
+import type { Trigger, WindowAssigner } from './windowTypes';
+
+/** How a keyed flow is windowed: set by `window()`, applied by the window function (`reduce`, `aggregate`, `process`) after it. */
+export interface WindowSpec {
+  readonly assigner: WindowAssigner;
+  readonly trigger: Trigger;
+  readonly allowedLateness: number;
+}
+
+/** A keyed flow cut into windows (Flink's WindowedStream); a window function turns it back into a flow. */
+export class WindowedFlow<T> extends KeyedFlow<T> {
+  constructor(graph: JobGraph, node: GraphNode, keySelector: KeySelector<T>, timestamped: boolean, readonly window: WindowSpec) {
+    super(graph, node, keySelector, timestamped);
+  }
+}

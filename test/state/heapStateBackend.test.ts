@@ -1,0 +1,4 @@
+import { heapStateBackend } from 'weir';
+import { describeKeyedStateBackend } from './keyedState.conformance';
+
+describeKeyedStateBackend('heap', () => heapStateBackend());
