@@ -44,3 +44,25 @@ export type { ProcessWindowFunction, WindowContext } from './windows/windowFunct
 export { sideOutput, lateData, outputTag, type OutputTag } from './operators/sideOutput';
 export type { Timers, TimerContext } from './operators/process';
 export type { WindowFunctionOptions } from './operators/reduce';
+export { union, unionWith } from './operators/union';
+export { connect, ConnectedFlows } from './operators/connect';
+export { coProcess, type CoProcessFunction } from './operators/coProcess';
+export { broadcast, BroadcastFlow } from './operators/broadcast';
+export { processBroadcast, type BroadcastProcessFunction, type BroadcastContext, type KeyedBroadcastContext, type ReadOnlyBroadcastState } from './operators/processBroadcast';
+export { join, type JoinOptions } from './operators/join';
+export { intervalJoin, type IntervalJoinOptions } from './operators/intervalJoin';
+export type { CheckpointMode } from './checkpoint/barrierAligner';
+
+export type { QueryOptions, KeyPageOptions, KeyPage, QueryableStateReader } from './query/stateQueries';
+export type { QueryableStateInfo } from './query/queryableStateRegistry';
+export { QueryableStateClient, type QueryableStateClientOptions } from './query/queryableStateClient';
+export {
+  UnknownQueryableStateError,
+  QueryableStateConflictError,
+  QueryableStateUnavailableError,
+  InvalidQueryError,
+  QueryUnauthorizedError,
+  QueryServerUnreachableError,
+  QueryRateLimitedError,
+  QueryServerError,
+} from './query/queryErrors';

@@ -1,2 +1,3 @@
 // weir for browsers: everything in 'weir'; browser-only storages (IndexedDB) join here.
 export * from '../index';
+export { indexedDbCheckpointStorage } from './indexedDbCheckpointStorage';

@@ -1,14 +1,37 @@
-/** What `running.checkpoint()` resolves with, and what `running.checkpoints` lists. */
+/** Per operator instance: where the time of a checkpoint went. Durations in ms. */
+export interface OperatorCheckpointStats {
+  readonly uid: string;
+  readonly subtask: number;
+  /** From the first barrier to the last at an operator with several inputs (0 for one input). */
+  readonly alignmentMs: number;
+  /** The synchronous capture on the processing path, the pause a barrier causes. */
+  readonly syncMs: number;
+  /** Materialising, encoding and writing the state, off the barrier's path. */
+  readonly asyncMs: number;
+  /** Bytes this operator persisted for this checkpoint. */
+  readonly bytes: number;
+  /** Records held back during alignment. */
+  readonly heldRecords: number;
+}
+
+/** What `running.checkpoint()` resolves with, what `running.checkpoints` lists and `checkpoints$` emits. */
 export interface CheckpointStats {
   readonly id: number;
+  /** `completed`, or why it is not: `failed` (a task or the storage failed), `aborted` (timeout, cancel, job end). */
+  readonly status: 'completed' | 'failed' | 'aborted';
+  /** Why a checkpoint failed or was aborted. */
+  readonly reason?: string;
   /** Where the checkpoint is (a directory on disk for the file system storage): pass it to `restore`. */
   readonly path: string;
   /** When it was triggered, on the job's scheduler clock. */
   readonly timestamp: number;
-  /** From trigger to metadata written. */
+  /** From trigger to metadata written (or to failure). */
   readonly durationMs: number;
-  /** Bytes persisted, metadata included. */
+  /** Bytes persisted by this checkpoint, metadata included. */
   readonly bytes: number;
+  /** Size of the whole state it restores (equal to `bytes` unless checkpoints are incremental). */
+  readonly fullSize: number;
   /** The checkpoint taken when the input ended. */
   readonly final: boolean;
+  readonly operators: readonly OperatorCheckpointStats[];
 }

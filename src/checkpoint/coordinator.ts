@@ -1,8 +1,9 @@
+import { Subject, type Observable, type Subscription } from 'rxjs';
 import { CheckpointBarrier } from '../core/elements';
-import { CheckpointAbortedError, StateSizeExceededError } from '../core/errors';
+import { CheckpointAbortedError, CheckpointFailuresExceededError, StateSizeExceededError } from '../core/errors';
 import type { CheckpointStorage, KeyGroupRange, Scheduler } from '../core/types';
 import { yieldToEventLoop } from '../core/yieldToEventLoop';
-import type { CheckpointStats } from './checkpointStats';
+import type { CheckpointStats, OperatorCheckpointStats } from './checkpointStats';
 import { encodeFile } from './fileFormat';
 import {
   METADATA_FILE,
@@ -15,16 +16,29 @@ import {
   type StateFileEntry,
 } from './layout';
 
+/** One acknowledging task: an operator instance. */
+export interface CheckpointTask {
+  readonly uid: string;
+  readonly subtask: number;
+  readonly role: OperatorRole;
+}
+
 /** What the coordinator needs from the running attempt of a job. */
 export interface CheckpointParticipants {
-  /** Every task that acknowledges a checkpoint, by uid. */
-  readonly tasks: ReadonlyMap<string, OperatorRole>;
+  /** Every task that acknowledges a checkpoint, by `taskId(uid, subtask)`. */
+  readonly tasks: ReadonlyMap<string, CheckpointTask>;
   /** Asks every source to put the barrier into its flow at its next chunk boundary. */
   injectBarrier(barrier: CheckpointBarrier): void;
+  /** Asks every source to send a cancellation marker for an aborted checkpoint, to release aligning operators. */
+  injectCancel(id: number): void;
   /** The checkpoint is complete: sinks commit. */
   notifyComplete(id: number): Promise<void>;
-  /** A checkpoint failed; with no tolerable failures, the attempt fails with it. */
+  /** Checkpoints failed more often in a row than tolerated: the attempt fails with the last cause. */
   fail(error: unknown): void;
+}
+
+export function taskId(uid: string, subtask: number): string {
+  return `${uid}#${subtask}`;
 }
 
 export interface CoordinatorOptions {
@@ -34,6 +48,21 @@ export interface CoordinatorOptions {
   maxParallelism: number;
   /** How many completed checkpoints to keep (Flink's `state.checkpoints.num-retained`). */
   retain: number;
+  /** A checkpoint not complete after this many ms is aborted. */
+  timeout: number;
+  /** Least time between the end of one checkpoint and the start of the next periodic one. */
+  minPause: number;
+  /** Checkpoints in flight at once. */
+  maxConcurrent: number;
+  /** Consecutive failed checkpoints tolerated before the job fails. */
+  tolerableFailures: number;
+}
+
+/** What a task reports with its state, for the checkpoint's stats. */
+export interface TaskSnapshotStats {
+  syncMs: number;
+  alignmentMs: number;
+  heldRecords: number;
 }
 
 interface PendingCheckpoint {
@@ -44,24 +73,28 @@ interface PendingCheckpoint {
   readonly participants: CheckpointParticipants;
   readonly waiting: Set<string>;
   readonly operators: Map<string, { role: OperatorRole; files: StateFileEntry[] }>;
+  readonly stats: OperatorCheckpointStats[];
   readonly result: Promise<CheckpointStats>;
   resolve(stats: CheckpointStats): void;
   reject(error: unknown): void;
   aborted: boolean;
+  timeout?: Subscription;
   /** Set while `_metadata` is being written: from then on the checkpoint may exist, so its files must stay. */
   committing?: Promise<void>;
 }
 
 /**
- * Flink's CheckpointCoordinator for one job, across its attempts: triggers checkpoints, collects the tasks'
- * acknowledgements, writes `_metadata` last (only then is a checkpoint complete), tells sinks to commit, and deletes
- * checkpoints beyond the retained ones. One checkpoint is in flight at a time.
+ * Flink's CheckpointCoordinator for one job, across its attempts: triggers checkpoints (at most `maxConcurrent` in
+ * flight, `minPause` apart), collects the tasks' acknowledgements, writes `_metadata` last (only then is a
+ * checkpoint complete), tells sinks to commit, deletes checkpoints beyond the retained ones, aborts checkpoints
+ * that time out, and fails the job after more consecutive failures than tolerated.
  */
 export class CheckpointCoordinator {
   private nextId = 1;
-  private pending: PendingCheckpoint | undefined;
+  private readonly pending = new Map<number, PendingCheckpoint>();
   private participants: CheckpointParticipants | undefined;
   private readonly completed: CheckpointStats[] = [];
+  private readonly reports = new Subject<CheckpointStats>();
   /**
    * Ids of the complete checkpoints in storage, oldest first, earlier runs' included: as Flink recovers its completed
    * checkpoint store, a restarted job keeps `retain` checkpoints in all, not `retain` of its own next to stale ones.
@@ -69,12 +102,19 @@ export class CheckpointCoordinator {
   private retained: number[] = [];
   /** A metadata write still in flight after its checkpoint was aborted; a restore waits for it. */
   private settling: Promise<void> = Promise.resolve();
+  private consecutiveFailures = 0;
+  private lastEndedAt = Number.NEGATIVE_INFINITY;
 
   constructor(private readonly options: CoordinatorOptions) {}
 
   /** Every checkpoint completed by this run of the job, oldest first (deleted ones included). */
   get history(): readonly CheckpointStats[] {
     return this.completed;
+  }
+
+  /** Every checkpoint as it ends: completed, failed or aborted. */
+  get stats$(): Observable<CheckpointStats> {
+    return this.reports.asObservable();
   }
 
   /**
@@ -96,7 +136,16 @@ export class CheckpointCoordinator {
   /** The attempt ended: abort what is in flight; its partial files are removed. */
   detach(reason: unknown): void {
     this.participants = undefined;
-    if (this.pending) this.abort(this.pending, reason);
+    for (const pending of this.pending.values()) this.abort(pending, reason, 'aborted');
+  }
+
+  /** Whether a periodic checkpoint may start now (`maxConcurrent`, `minPause`). */
+  mayTriggerPeriodic(): boolean {
+    return (
+      this.participants !== undefined &&
+      this.pending.size < this.options.maxConcurrent &&
+      this.options.scheduler.now() - this.lastEndedAt >= this.options.minPause
+    );
   }
 
   /** Resolves once no aborted checkpoint can still become complete, so that a restore sees the final state. */
@@ -104,34 +153,39 @@ export class CheckpointCoordinator {
     return this.settling;
   }
 
-  get busy(): boolean {
-    return this.pending !== undefined;
-  }
-
-  /** Starts a checkpoint once the one in flight (if any) has ended; resolves when it is complete. */
+  /** Starts a checkpoint once fewer than `maxConcurrent` are in flight; resolves when it is complete. */
   async trigger(final = false): Promise<CheckpointStats> {
-    while (this.pending) await this.pending.result.catch(() => undefined);
+    while (this.pending.size >= this.options.maxConcurrent) {
+      await Promise.race(Array.from(this.pending.values(), (p) => p.result.catch(() => undefined)));
+    }
     const participants = this.participants;
     if (!participants) throw new CheckpointAbortedError(`job '${this.options.job}' is not running; no checkpoint was taken`);
+    const { scheduler, timeout, job } = this.options;
     const id = this.nextId++;
     let resolve!: (stats: CheckpointStats) => void;
     let reject!: (error: unknown) => void;
     const result = new Promise<CheckpointStats>((res, rej) => ((resolve = res), (reject = rej)));
-    const now = this.options.scheduler.now();
+    const now = scheduler.now();
     const pending: PendingCheckpoint = {
       id,
-      dir: checkpointDir(this.options.job, id),
+      dir: checkpointDir(job, id),
       barrier: new CheckpointBarrier(id, now, final),
       startedAt: now,
       participants,
       waiting: new Set(participants.tasks.keys()),
       operators: new Map(),
+      stats: [],
       result,
       resolve,
       reject,
       aborted: false,
     };
-    this.pending = pending;
+    this.pending.set(id, pending);
+    pending.timeout = scheduler.schedule(() => {
+      if (pending.committing || pending.aborted) return;
+      const error = new CheckpointAbortedError(`checkpoint ${id} of job '${job}' did not complete within ${timeout} ms and was aborted; raise checkpoints.timeout or make state smaller`);
+      this.failed(pending, error, 'aborted');
+    }, timeout);
     participants.injectBarrier(pending.barrier);
     return result;
   }
@@ -140,13 +194,21 @@ export class CheckpointCoordinator {
    * A task captured its state for checkpoint `id`: persist it off the processing path, then acknowledge. `produce`
    * runs on a later macrotask, so the barrier has travelled on before the state is materialised and encoded.
    */
-  persist(id: number, uid: string, range: KeyGroupRange | undefined, produce: () => Promise<OperatorStatePayload>, release?: () => void): void {
-    const pending = this.pending;
-    if (!pending || pending.id !== id || pending.aborted) {
+  persist(
+    id: number,
+    task: { uid: string; subtask: number; range: KeyGroupRange | undefined },
+    produce: () => Promise<OperatorStatePayload>,
+    release: (() => void) | undefined,
+    taskStats: TaskSnapshotStats,
+  ): void {
+    const pending = this.pending.get(id);
+    if (!pending || pending.aborted) {
       release?.();
       return;
     }
     const { storage } = this.options;
+    const { uid, subtask, range } = task;
+    const startedAt = performance.now();
     yieldToEventLoop()
       .then(async () => {
         if (pending.aborted) return;
@@ -157,27 +219,28 @@ export class CheckpointCoordinator {
               `${storage.location} checkpoint storage; use a file system storage or raise maxStateSize`,
           );
         }
-        const file = stateFileName(uid, 0, range);
+        const file = stateFileName(uid, subtask, range);
         if (pending.aborted) return;
         await storage.write(`${pending.dir}/${file}`, bytes);
-        this.acknowledge(pending, uid, { file, subtask: 0, keyGroups: range ? [range.start, range.end] : null, bytes: bytes.length });
+        pending.stats.push({ uid, subtask, ...taskStats, asyncMs: performance.now() - startedAt, bytes: bytes.length });
+        this.acknowledge(pending, taskId(uid, subtask), { file, subtask, keyGroups: range ? [range.start, range.end] : null, bytes: bytes.length });
       })
-      .catch((error: unknown) => this.decline(pending, error))
+      .catch((error: unknown) => this.failed(pending, error, 'failed'))
       .finally(() => release?.());
   }
 
-  private acknowledge(pending: PendingCheckpoint, uid: string, file: StateFileEntry): void {
-    if (pending.aborted || !pending.waiting.delete(uid)) return;
-    const role = pending.participants.tasks.get(uid)!;
+  private acknowledge(pending: PendingCheckpoint, task: string, file: StateFileEntry): void {
+    if (pending.aborted || !pending.waiting.delete(task)) return;
+    const { uid, role } = pending.participants.tasks.get(task)!;
     const operator = pending.operators.get(uid) ?? { role, files: [] };
     operator.files.push(file);
     pending.operators.set(uid, operator);
-    if (pending.waiting.size === 0) this.complete(pending).catch((error: unknown) => this.decline(pending, error));
+    if (pending.waiting.size === 0) this.complete(pending).catch((error: unknown) => this.failed(pending, error, 'failed'));
   }
 
   private async complete(pending: PendingCheckpoint): Promise<void> {
     const { storage, job, scheduler, maxParallelism } = this.options;
-    const stateBytes = Array.from(pending.operators.values()).reduce((sum, op) => sum + op.files.reduce((s, f) => s + f.bytes, 0), 0);
+    const stateBytes = pending.stats.reduce((sum, op) => sum + op.bytes, 0);
     const metadata: CheckpointMetadata = {
       job,
       id: pending.id,
@@ -185,7 +248,7 @@ export class CheckpointCoordinator {
       timestamp: pending.startedAt,
       maxParallelism,
       operators: Array.from(pending.operators, ([uid, { role, files }]) => ({ uid, role, files })),
-      stats: { durationMs: scheduler.now() - pending.startedAt, bytes: stateBytes },
+      stats: { durationMs: scheduler.now() - pending.startedAt, bytes: stateBytes, fullSize: stateBytes, operators: pending.stats },
     };
     const bytes = encodeFile('metadata', metadata);
     if (pending.aborted) return;
@@ -193,15 +256,11 @@ export class CheckpointCoordinator {
     await pending.committing;
     if (pending.aborted) return;
     // From here the checkpoint exists: a restore will use it, so sinks may commit what it covers.
-    this.pending = undefined;
-    const stats: CheckpointStats = {
-      id: pending.id,
-      path: storage.describe ? storage.describe(pending.dir) : pending.dir,
-      timestamp: pending.startedAt,
-      durationMs: scheduler.now() - pending.startedAt,
-      bytes: stateBytes + bytes.length,
-      final: pending.barrier.final,
-    };
+    this.pending.delete(pending.id);
+    pending.timeout?.unsubscribe();
+    this.consecutiveFailures = 0;
+    this.lastEndedAt = scheduler.now();
+    const stats = this.report(pending, 'completed', undefined, stateBytes + bytes.length);
     this.completed.push(stats);
     this.retained.push(pending.id);
     try {
@@ -215,6 +274,24 @@ export class CheckpointCoordinator {
     pending.resolve(stats);
   }
 
+  private report(pending: PendingCheckpoint, status: CheckpointStats['status'], reason: string | undefined, bytes: number): CheckpointStats {
+    const { storage, scheduler } = this.options;
+    const stats: CheckpointStats = {
+      id: pending.id,
+      status,
+      ...(reason === undefined ? {} : { reason }),
+      path: storage.describe ? storage.describe(pending.dir) : pending.dir,
+      timestamp: pending.startedAt,
+      durationMs: scheduler.now() - pending.startedAt,
+      bytes,
+      fullSize: bytes,
+      final: pending.barrier.final,
+      operators: pending.stats,
+    };
+    this.reports.next(stats);
+    return stats;
+  }
+
   /** Keeps the newest `retain` completed checkpoints; older directories go, complete or not. */
   private async applyRetention(): Promise<void> {
     const { storage, job, retain } = this.options;
@@ -224,22 +301,46 @@ export class CheckpointCoordinator {
     await Promise.all(ids.map((id) => storage.remove(checkpointDir(job, id))));
   }
 
-  private decline(pending: PendingCheckpoint, error: unknown): void {
-    if (pending.aborted) return;
-    this.abort(pending, error);
-    pending.participants.fail(error);
+  /** Deletes every checkpoint of the job: `retainOnCancel: false`. */
+  async deleteAll(): Promise<void> {
+    const { storage, job } = this.options;
+    await storage.remove(job);
   }
 
-  private abort(pending: PendingCheckpoint, reason: unknown): void {
+  /** A checkpoint failed (a task, the storage, a timeout): abort it, and fail the job past the tolerated count. */
+  private failed(pending: PendingCheckpoint, error: unknown, status: 'failed' | 'aborted'): void {
+    if (pending.aborted) return;
+    const participants = pending.participants;
+    this.abort(pending, error, status);
+    this.lastEndedAt = this.options.scheduler.now();
+    if (++this.consecutiveFailures > this.options.tolerableFailures) {
+      participants.fail(
+        this.options.tolerableFailures === 0
+          ? error
+          : new CheckpointFailuresExceededError(
+              `job '${this.options.job}': ${this.consecutiveFailures} checkpoints failed in a row, more than the ${this.options.tolerableFailures} tolerated; last cause: ${String((error as Error)?.message ?? error)}`,
+              { cause: error },
+            ),
+      );
+    }
+  }
+
+  private abort(pending: PendingCheckpoint, reason: unknown, status: 'failed' | 'aborted'): void {
     pending.aborted = true;
-    if (this.pending === pending) this.pending = undefined;
-    pending.reject(
-      reason instanceof Error && !(reason instanceof CheckpointAbortedError)
+    pending.timeout?.unsubscribe();
+    this.pending.delete(pending.id);
+    const error =
+      reason instanceof Error && !(reason instanceof CheckpointAbortedError) && status === 'failed'
         ? reason
-        : new CheckpointAbortedError(`checkpoint ${pending.id} of job '${this.options.job}' was aborted: ${String((reason as Error)?.message ?? reason)}`, {
-            cause: reason,
-          }),
-    );
+        : reason instanceof CheckpointAbortedError
+          ? reason
+          : new CheckpointAbortedError(`checkpoint ${pending.id} of job '${this.options.job}' was aborted: ${String((reason as Error)?.message ?? reason)}`, {
+              cause: reason,
+            });
+    pending.reject(error);
+    this.report(pending, status, (error as Error).message, 0);
+    // Operators still aligning for it release what they hold.
+    pending.participants.injectCancel(pending.id);
     // A checkpoint without _metadata never counts; removing its files keeps the directory tidy. One whose metadata
     // is being written may complete after all, and a restore may then use it: its files stay.
     if (!pending.committing) this.options.storage.remove(pending.dir).catch(() => undefined);

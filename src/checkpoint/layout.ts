@@ -1,4 +1,5 @@
 import type { Json, KeyedStatePayload } from '../core/types';
+import type { OperatorCheckpointStats } from './checkpointStats';
 
 /**
  * The logical layout every checkpoint storage shares (so one inspector reads them all):
@@ -47,5 +48,5 @@ export interface CheckpointMetadata {
   timestamp: number;
   maxParallelism: number;
   operators: { uid: string; role: OperatorRole; files: StateFileEntry[] }[];
-  stats: { durationMs: number; bytes: number };
+  stats: { durationMs: number; bytes: number; fullSize: number; operators: OperatorCheckpointStats[] };
 }

@@ -75,7 +75,8 @@ export async function completedCheckpointIds(storage: CheckpointStorage, job: st
   return complete;
 }
 
-function checkMetadata(value: unknown, name: string): CheckpointMetadata {
+/** Checks that a decoded `_metadata` payload has the fields weir relies on; `name` goes into the error. */
+export function checkMetadata(value: unknown, name: string): CheckpointMetadata {
   const metadata = value as CheckpointMetadata;
   const valid =
     metadata !== null &&

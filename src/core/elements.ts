@@ -74,3 +74,13 @@ export class WatermarkStatus extends ControlElement {
 
 export const WATERMARK_IDLE = new WatermarkStatus(true);
 export const WATERMARK_ACTIVE = new WatermarkStatus(false);
+
+/**
+ * Checkpoint `id` was aborted (a snapshot failed, it timed out, or it was cancelled): operators still aligning for it
+ * stop, release what they held and pass the marker on; its barriers that arrive later are ignored.
+ */
+export class CancelCheckpointMarker extends ControlElement {
+  constructor(readonly id: number) {
+    super();
+  }
+}

@@ -56,3 +56,12 @@ export class SourceNotFoundError extends WeirError {}
 
 /** A file a source reads or a sink writes changed since the checkpoint being restored (truncated, replaced or deleted). */
 export class FileChangedError extends WeirError {}
+
+/**
+ * A checkpoint storage ran out of space (the browser's IndexedDB quota, say). The write that hit the limit left
+ * nothing behind, and the checkpoints completed before it are intact and restorable.
+ */
+export class StorageQuotaExceededError extends WeirError {}
+
+/** More checkpoints failed in a row than `checkpoints.tolerableFailures` allows. */
+export class CheckpointFailuresExceededError extends WeirError {}

@@ -1,7 +1,9 @@
 import { Observable, share, type Subscription } from 'rxjs';
-import type { CheckpointCoordinator } from '../checkpoint/coordinator';
+import type { CheckpointMode } from '../checkpoint/barrierAligner';
+import { taskId, type CheckpointCoordinator, type CheckpointTask } from '../checkpoint/coordinator';
 import type { LoadedCheckpoint } from '../checkpoint/loadCheckpoint';
-import type { OperatorRole, OperatorStatePayload } from '../checkpoint/layout';
+import type { OperatorStatePayload } from '../checkpoint/layout';
+import { QueryableStateRegistry } from '../query/queryableStateRegistry';
 import { CheckpointBarrier, ControlElement, type RecordTimestamp, type StreamElement } from './elements';
 import { NonReplayableSourceError } from './errors';
 import type { GraphNode, TaskContext } from './graph';
@@ -17,6 +19,8 @@ export interface ExecutionOptions {
   chunkSize: number;
   /** Absent when checkpointing is off. */
   coordinator: CheckpointCoordinator | undefined;
+  /** How operators with several inputs align barriers. */
+  alignment: { mode: CheckpointMode; alignedTimeout: number | undefined };
   restored: LoadedCheckpoint | undefined;
   /** True when restoring a persisted checkpoint at job start, false for a restart within this process. */
   restoringAtStart: boolean;
@@ -37,11 +41,15 @@ export class Execution {
   private readonly subscriptions: Subscription[] = [];
   /** The event timestamp slot shared by every operator of this attempt. */
   private readonly record: RecordTimestamp = { current: undefined };
+  private readonly startCallbacks: (() => void)[] = [];
+  /** The queryable states of this attempt, filled as its keyed backends register them. */
+  readonly queryable: QueryableStateRegistry;
   private finishedSources = 0;
   private sourceCount = 0;
   private ended = false;
 
   constructor(private readonly options: ExecutionOptions) {
+    this.queryable = new QueryableStateRegistry(options.graph.jobName);
     this.done = new Promise<void>((resolve, reject) => ((this.resolveDone = resolve), (this.rejectDone = reject)));
     // The caller may never look at `done` of an attempt that failed during setup; its error reaches it via `start`.
     this.done.catch(() => undefined);
@@ -52,7 +60,7 @@ export class Execution {
     const consumers = graph.consumers();
     const outputs = new Map<GraphNode, Observable<StreamElement<unknown>>>();
     const sinks: Observable<StreamElement<unknown>>[] = [];
-    const tasks = new Map<string, OperatorRole>();
+    const tasks = new Map<string, CheckpointTask>();
     for (const node of graph.nodes) {
       const task = this.taskContext(node);
       let output: Observable<StreamElement<unknown>>;
@@ -63,14 +71,15 @@ export class Execution {
         output = await this.sinkOutput(node, task, outputs.get(node.inputs[0]!)!);
         sinks.push(output);
       } else {
-        output = node.build!(task, outputs.get(node.inputs[0]!)!);
+        output = node.build!(task, node.inputs.map((input) => outputs.get(input)!));
       }
-      if (node.stateful) tasks.set(node.uid, node.role);
+      if (node.stateful) tasks.set(taskId(node.uid, 0), { uid: node.uid, subtask: 0, role: node.role });
       outputs.set(node, consumers.get(node)!.length > 1 ? output.pipe(share()) : output);
     }
     coordinator?.attach({
       tasks,
       injectBarrier: (barrier) => this.runners.forEach((runner) => runner.inject(barrier)),
+      injectCancel: (id) => this.runners.forEach((runner) => runner.injectCancel(id)),
       notifyComplete: async (id) => {
         await Promise.all(this.writers.map((writer) => writer.commit?.(id)));
       },
@@ -97,6 +106,7 @@ export class Execution {
       .then(() => this.finalCheckpoint)
       .then(() => (this.ended ? undefined : Promise.all(this.writers.map((writer) => writer.finish()))))
       .then(() => this.succeed(), (error) => this.fail(error));
+    for (const callback of this.startCallbacks) callback();
     for (const runner of this.runners) runner.run().catch((error) => this.fail(error));
   }
 
@@ -138,7 +148,7 @@ export class Execution {
     return new Observable<StreamElement<unknown>>((subscriber) => {
       const runner = new SourceRunner(reader, subscriber, {
         chunkSize: this.options.chunkSize,
-        snapshot: (barrier, position, forward) => task.snapshot(barrier, { operator: { offset: position } }, forward),
+        snapshot: (barrier, position, forward) => task.snapshot(barrier, () => ({ operator: { offset: position } }), forward),
         finished: () => this.onSourceFinished(),
       });
       this.runners.push(runner);
@@ -158,7 +168,7 @@ export class Execution {
         next(element) {
           try {
             if (!(element instanceof ControlElement)) writer.write(element);
-            else if (element instanceof CheckpointBarrier) task.snapshot(element, { operator: writer.snapshot?.(element.id) ?? null }, () => undefined);
+            else if (element instanceof CheckpointBarrier) task.snapshot(element, () => ({ operator: writer.snapshot?.(element.id) ?? null }), () => undefined);
           } catch (error) {
             subscriber.error(error);
           }
@@ -180,25 +190,35 @@ export class Execution {
       scheduler,
       checkpointing: coordinator !== undefined,
       record: this.record,
+      alignment: this.options.alignment,
+      beforeSources: (callback) => this.startCallbacks.push(callback),
       maxParallelism,
       keyGroupRange: range,
       restoredOperatorState: saved[0]?.operator,
       keyedBackend: () => {
         if (backend) return backend;
-        backend = stateBackend.createKeyedBackend({ uid: node.uid, maxParallelism, keyGroupRange: range });
+        backend = stateBackend.createKeyedBackend({
+          uid: node.uid,
+          maxParallelism,
+          keyGroupRange: range,
+          onStateRegistered: (descriptor) => this.queryable.register(node.uid, descriptor, backend!),
+        });
         backend.restore(saved.flatMap((payload) => (payload.keyed ? [payload.keyed] : [])));
         this.backends.push(backend);
+        this.queryable.addBackend(node.uid, backend);
         return backend;
       },
-      snapshot: (barrier, capture, forward) => {
-        const keyed = capture.keyed;
+      snapshot: (barrier, capture, forward, alignment) => {
+        const started = performance.now();
+        const { keyed, operator } = capture();
+        const syncMs = performance.now() - started;
         forward();
         coordinator?.persist(
           barrier.id,
-          node.uid,
-          keyed ? range : undefined,
-          async () => ({ uid: node.uid, keyed: keyed?.materialize(), operator: (await capture.operator) ?? undefined }),
+          { uid: node.uid, subtask: 0, range: keyed ? range : undefined },
+          async () => ({ uid: node.uid, keyed: keyed?.materialize(), operator: (await operator) ?? undefined }),
           keyed ? () => keyed.release() : undefined,
+          { syncMs, alignmentMs: alignment?.alignmentMs ?? 0, heldRecords: alignment?.heldRecords ?? 0 },
         );
       },
     };
@@ -222,6 +242,7 @@ export class Execution {
   }
 
   private teardown(): void {
+    this.queryable.close();
     this.subscriptions.forEach((subscription) => subscription.unsubscribe());
     this.runners.forEach((runner) => runner.stop());
     this.backends.forEach((backend) => backend.dispose());

@@ -1,4 +1,5 @@
 import type { Observable } from 'rxjs';
+import type { CheckpointMode } from '../checkpoint/barrierAligner';
 import type { OperatorRole } from '../checkpoint/layout';
 import type { CheckpointBarrier, RecordTimestamp, StreamElement } from './elements';
 import type { Json, KeyGroupRange, KeyedSnapshot, KeyedStateBackend, Key, Scheduler, Sink, Source } from './types';
@@ -22,7 +23,23 @@ export interface TaskContext {
    * Barrier handling for a stateful task: captures state synchronously, lets the barrier go on, then persists
    * the capture in the background and acknowledges it to the checkpoint coordinator.
    */
-  snapshot(barrier: CheckpointBarrier, capture: { keyed?: KeyedSnapshot; operator?: Json | Promise<Json> }, forward: () => void): void;
+  snapshot(barrier: CheckpointBarrier, capture: () => SnapshotCapture, forward: () => void, alignment?: AlignmentStats): void;
+  /** Runs `callback` once every node is wired, before the sources start (to replay saved in-flight records). */
+  beforeSources(callback: () => void): void;
+  /** How checkpoints align at operators with several inputs. */
+  readonly alignment: { mode: CheckpointMode; alignedTimeout: number | undefined };
+}
+
+/** What a task captures synchronously at a barrier: its keyed snapshot and its operator state (or a promise of it). */
+export interface SnapshotCapture {
+  keyed?: KeyedSnapshot;
+  operator?: Json | Promise<Json>;
+}
+
+/** How long an operator with several inputs aligned, and how many records it held meanwhile. */
+export interface AlignmentStats {
+  alignmentMs: number;
+  heldRecords: number;
 }
 
 /** The parts of a graph node the runtime builds for each attempt; data flows from `inputs` to the node. */
@@ -35,8 +52,8 @@ export interface GraphNode {
   readonly inputs: readonly GraphNode[];
   readonly source?: Source<unknown>;
   readonly sink?: Sink<unknown>;
-  /** Builds the node's observable for one attempt (not used for sources, which the job drives). */
-  build?(task: TaskContext, input: Observable<StreamElement<unknown>>): Observable<StreamElement<unknown>>;
+  /** Builds the node's observable for one attempt from its inputs' (not used for sources, which the job drives). */
+  build?(task: TaskContext, inputs: Observable<StreamElement<unknown>>[]): Observable<StreamElement<unknown>>;
 }
 
 /** Extracts the key of a record; recorded on keyed flows and applied by the keyed operator that follows. */

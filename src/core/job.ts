@@ -1,3 +1,4 @@
+import type { CheckpointMode } from '../checkpoint/barrierAligner';
 import { CheckpointCoordinator } from '../checkpoint/coordinator';
 import { completedCheckpointIds, loadCheckpoint, loadLatestCheckpoint, type LoadedCheckpoint } from '../checkpoint/loadCheckpoint';
 import { checkpointDir } from '../checkpoint/layout';
@@ -19,6 +20,29 @@ export interface CheckpointOptions {
   interval?: number;
   /** Completed checkpoints to keep (default 1); older ones are deleted. */
   retain?: number;
+  /**
+   * `'exactly-once'` (default) aligns barriers at operators with several inputs, holding records of inputs whose
+   * barrier came first; `'at-least-once'` holds nothing, so records after a barrier may be counted in its snapshot.
+   */
+  mode?: CheckpointMode;
+  /**
+   * Exactly-once only: an alignment that takes longer than this (ms) turns unaligned: barriers overtake held records,
+   * and records in flight are saved with the checkpoint instead (Flink's aligned checkpoint timeout).
+   */
+  alignedTimeout?: number;
+  /** A checkpoint not complete after this many ms is aborted and its files removed (default 10 minutes, as Flink). */
+  timeout?: number;
+  /** Least ms between the end of a checkpoint and the start of the next periodic one (default 0). */
+  minPause?: number;
+  /** Checkpoints in flight at once (default 1). */
+  maxConcurrent?: number;
+  /** Consecutive failed checkpoints tolerated before the job fails with the last cause (default 0, as Flink). */
+  tolerableFailures?: number;
+  /**
+   * Keep the job's checkpoints when it is cancelled (default true, so a cancelled job can be restored; Flink's
+   * default deletes them unless externalized checkpoints are retained).
+   */
+  retainOnCancel?: boolean;
 }
 
 export interface JobOptions {
@@ -67,8 +91,20 @@ export class Job {
     if (typeof options?.name !== 'string' || !/^[\w.-]+$/.test(options.name) || options.name === '.' || options.name === '..') {
       throw new JobDefinitionError(`job name ${JSON.stringify(options?.name)} is not valid: use letters, digits, '.', '_' and '-'`);
     }
-    const { interval, retain } = options.checkpoints ?? {};
-    if (interval !== undefined && !(interval > 0)) throw new JobDefinitionError(`job '${options.name}': checkpoints.interval must be > 0 ms, got ${interval}`);
+    const { interval, retain, timeout, minPause, maxConcurrent, tolerableFailures, alignedTimeout, mode } = options.checkpoints ?? {};
+    const invalid = (what: string) => new JobDefinitionError(`job '${options.name}': checkpoints.${what}`);
+    if (interval !== undefined && !(interval > 0)) throw invalid(`interval must be > 0 ms, got ${interval}`);
+    if (timeout !== undefined && !(timeout > 0)) throw invalid(`timeout must be > 0 ms, got ${timeout}`);
+    if (timeout !== undefined && interval !== undefined && alignedTimeout !== undefined && alignedTimeout >= timeout) {
+      throw invalid(`alignedTimeout (${alignedTimeout} ms) must be shorter than timeout (${timeout} ms), or no checkpoint could go unaligned in time`);
+    }
+    if (minPause !== undefined && !(minPause >= 0)) throw invalid(`minPause must be ≥ 0 ms, got ${minPause}`);
+    if (maxConcurrent !== undefined && !(Number.isInteger(maxConcurrent) && maxConcurrent >= 1)) throw invalid(`maxConcurrent must be an integer ≥ 1, got ${maxConcurrent}`);
+    if (tolerableFailures !== undefined && !(Number.isInteger(tolerableFailures) && tolerableFailures >= 0)) {
+      throw invalid(`tolerableFailures must be an integer ≥ 0, got ${tolerableFailures}`);
+    }
+    if (alignedTimeout !== undefined && !(alignedTimeout >= 0)) throw invalid(`alignedTimeout must be ≥ 0 ms, got ${alignedTimeout}`);
+    if (mode !== undefined && mode !== 'exactly-once' && mode !== 'at-least-once') throw invalid(`mode must be 'exactly-once' or 'at-least-once', got ${String(mode)}`);
     if (retain !== undefined && !(Number.isInteger(retain) && retain >= 1)) {
       throw new JobDefinitionError(`job '${options.name}': checkpoints.retain must be an integer ≥ 1, got ${retain}`);
     }
@@ -95,18 +131,35 @@ export class Job {
   /** Starts the job (once). `running.done` settles when it ends. */
   start(options: StartOptions = {}): RunningJob {
     if (this.running) throw new JobDefinitionError(`job '${this.name}' was already started; create a new job to run it again`);
+    if (!this.graph.nodes.some((node) => node.sink)) {
+      throw new JobDefinitionError(`job '${this.name}' has no sink, so it would compute nothing: end a flow with collect(), forEach(), toFile() or asObservable()`);
+    }
     this.graph.freeze();
     const { name, checkpoints, scheduler = asyncScheduler, onWarning = (message: string) => console.warn(`[weir] ${message}`) } = this.options;
     const maxParallelism = this.options.maxParallelism ?? DEFAULT_MAX_PARALLELISM;
     const storage = checkpoints ? (checkpoints.storage ?? memoryCheckpointStorage()) : undefined;
     const retain = checkpoints?.retain ?? 1;
-    const coordinator = storage ? new CheckpointCoordinator({ job: name, storage, scheduler, maxParallelism, retain }) : undefined;
+    const coordinator = storage
+      ? new CheckpointCoordinator({
+          job: name,
+          storage,
+          scheduler,
+          maxParallelism,
+          retain,
+          timeout: checkpoints?.timeout ?? 600_000,
+          minPause: checkpoints?.minPause ?? 0,
+          maxConcurrent: checkpoints?.maxConcurrent ?? 1,
+          tolerableFailures: checkpoints?.tolerableFailures ?? 0,
+        })
+      : undefined;
     const strategy = restartStrategy(this.options.restart);
     this.running = new RunningJob({
       job: name,
       scheduler,
       interval: checkpoints?.interval,
+      retainOnCancel: checkpoints?.retainOnCancel ?? true,
       coordinator,
+      storage,
       restartStrategy: strategy,
       execution: {
         graph: this.graph,
@@ -115,6 +168,7 @@ export class Job {
         maxParallelism,
         chunkSize: this.options.chunkSize ?? 1024,
         coordinator,
+        alignment: { mode: checkpoints?.mode ?? 'exactly-once', alignedTimeout: checkpoints?.alignedTimeout },
       },
       restoreAtStart: async () => {
         if (options.restore !== undefined && !storage) {

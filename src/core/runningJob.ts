@@ -1,10 +1,13 @@
+import { EMPTY, type Observable } from 'rxjs';
 import type { CheckpointCoordinator } from '../checkpoint/coordinator';
 import type { CheckpointStats } from '../checkpoint/checkpointStats';
 import type { LoadedCheckpoint } from '../checkpoint/loadCheckpoint';
 import { JobDefinitionError, WeirError } from './errors';
 import { Execution, type ExecutionOptions } from './execution';
+import { StateQueries, type KeyPage, type KeyPageOptions, type QueryableStateReader, type QueryOptions } from '../query/stateQueries';
+import type { QueryableStateInfo } from '../query/queryableStateRegistry';
 import type { RestartStrategy } from './restartStrategy';
-import type { Scheduler } from './types';
+import type { CheckpointStorage, Key, Scheduler } from './types';
 
 /** How a job ended. */
 export interface JobResult {
@@ -21,7 +24,10 @@ export interface RunSetup {
   job: string;
   scheduler: Scheduler;
   interval: number | undefined;
+  retainOnCancel: boolean;
   coordinator: CheckpointCoordinator | undefined;
+  /** Where the coordinator persists checkpoints; `asOf` queries read them there. */
+  storage: CheckpointStorage | undefined;
   restartStrategy: RestartStrategy;
   execution: Omit<ExecutionOptions, 'restored' | 'restoringAtStart'>;
   /** Finds the checkpoint to start from (and prepares the coordinator); undefined for a fresh start. */
@@ -34,7 +40,7 @@ export interface RunSetup {
  * A started job: runs attempts until the input ends, restarting from the latest completed checkpoint after a
  * failure as the restart strategy allows, and triggers periodic checkpoints meanwhile.
  */
-export class RunningJob {
+export class RunningJob implements QueryableStateReader {
   /** Resolves when the job has finished (its output committed); rejects with the error that made it fail. */
   readonly done: Promise<JobResult>;
   private execution: Execution | undefined;
@@ -43,9 +49,39 @@ export class RunningJob {
   private restoredFrom: string | undefined;
   private ended = false;
   private cancelRestartDelay: (() => void) | undefined;
+  private readonly queries: StateQueries;
 
   constructor(private readonly setup: RunSetup) {
+    this.queries = new StateQueries(setup.job, setup.storage);
     this.done = this.run();
+  }
+
+  /**
+   * The current value of a queryable state for a key (a copy; an aggregating state's result), or `undefined` when
+   * the key holds none. Waits while the job starts or restarts. `asOf` reads a completed, retained checkpoint.
+   * @example
+   * const count = valueState<number>('count', { queryable: 'clicks-per-user' });
+   * await running.query<number>('clicks-per-user', 'ada');                 // live
+   * await running.query<number>('clicks-per-user', 'ada', { asOf: 3 });    // as of checkpoint 3
+   */
+  query<T = unknown>(name: string, key: Key, options?: QueryOptions): Promise<T | undefined> {
+    return this.queries.query<T>(name, key, options);
+  }
+
+  /**
+   * A page of the keys of a queryable state, in key order, filtered by prefix and range; pass `cursor` back for
+   * the next page. The scan yields to processing as it goes, so a large state never stalls the job.
+   * @example
+   * let page = await running.queryKeys('clicks-per-user', { prefix: 'user-', limit: 500 });
+   * while (page.cursor) page = await running.queryKeys('clicks-per-user', { prefix: 'user-', limit: 500, cursor: page.cursor });
+   */
+  queryKeys(name: string, options?: KeyPageOptions): Promise<KeyPage> {
+    return this.queries.queryKeys(name, options);
+  }
+
+  /** The queryable states registered so far (a state registers when its operator first uses it). */
+  queryableStates(): QueryableStateInfo[] {
+    return this.queries.queryableStates();
   }
 
   /** Restarts so far. */
@@ -56,6 +92,15 @@ export class RunningJob {
   /** Checkpoints completed by this run, oldest first. */
   get checkpoints(): readonly CheckpointStats[] {
     return this.setup.coordinator?.history ?? [];
+  }
+
+  /**
+   * Every checkpoint of this run as it ends: completed, failed or aborted, with per-operator alignment, sync and
+   * async durations and sizes.
+   * @example running.checkpoints$.subscribe((c) => console.log(c.id, c.status, c.durationMs, c.bytes));
+   */
+  get checkpoints$(): Observable<CheckpointStats> {
+    return this.setup.coordinator?.stats$ ?? EMPTY;
   }
 
   /**
@@ -81,12 +126,22 @@ export class RunningJob {
 
   /** Ends the job at once; output not yet committed is discarded, completed checkpoints stay. */
   cancel(): Promise<JobResult> {
-    if (!this.ended) {
+    const cancelling = !this.ended;
+    if (cancelling) {
       this.status = 'cancelled';
       this.execution?.cancel(new WeirError(`job '${this.setup.job}' was cancelled`));
       this.cancelRestartDelay?.();
     }
-    return this.done.catch(() => this.result());
+    return this.done
+      .catch(() => this.result())
+      .then(async (result) => {
+        const { coordinator, retainOnCancel } = this.setup;
+        if (cancelling && coordinator && !retainOnCancel) {
+          await coordinator.settled();
+          await coordinator.deleteAll();
+        }
+        return result;
+      });
   }
 
   private cancelled(): boolean {
@@ -110,10 +165,12 @@ export class RunningJob {
         try {
           if (this.cancelled()) return this.result();
           await execution.start();
+          this.queries.attach(execution.queryable);
           if (this.status === 'stopped') execution.drain();
           await execution.done;
           return this.result();
         } catch (error) {
+          this.queries.detach();
           execution.cancel(error);
           if (this.cancelled()) return this.result();
           const delay = setup.restartStrategy(this.restartCount + 1);
@@ -126,6 +183,7 @@ export class RunningJob {
         }
       }
     } finally {
+      this.queries.end();
       this.ended = true;
       stopTimer();
     }
@@ -136,7 +194,7 @@ export class RunningJob {
     if (!coordinator || interval === undefined) return () => undefined;
     const action = scheduler.schedule(function tick(this: { schedule(state?: unknown, delay?: number): unknown }) {
       // Periodic checkpoints skip a beat while one is still in flight (maxConcurrent = 1).
-      if (!coordinator.busy) coordinator.trigger().catch(() => undefined);
+      if (coordinator.mayTriggerPeriodic()) coordinator.trigger().catch(() => undefined);
       this.schedule(undefined, interval);
     }, interval);
     return () => action.unsubscribe();

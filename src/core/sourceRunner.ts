@@ -1,5 +1,5 @@
 import type { Subscriber } from 'rxjs';
-import { MAX_WATERMARK, type CheckpointBarrier, type StreamElement } from './elements';
+import { CancelCheckpointMarker, MAX_WATERMARK, type CheckpointBarrier, type StreamElement } from './elements';
 import type { Json, SourceReader } from './types';
 import { yieldToEventLoop } from './yieldToEventLoop';
 
@@ -19,6 +19,7 @@ export interface SourceRunnerHooks {
  */
 export class SourceRunner<T> {
   private readonly barriers: CheckpointBarrier[] = [];
+  private readonly cancels: CancelCheckpointMarker[] = [];
   private wake: (() => void) | undefined;
   private stopped = false;
   private ended = false;
@@ -31,6 +32,14 @@ export class SourceRunner<T> {
 
   inject(barrier: CheckpointBarrier): void {
     this.barriers.push(barrier);
+    this.wake?.();
+  }
+
+  /** Sends a cancellation marker for an aborted checkpoint at the next chunk boundary (or drops its queued barrier). */
+  injectCancel(id: number): void {
+    const queued = this.barriers.findIndex((barrier) => barrier.id === id);
+    if (queued >= 0) this.barriers.splice(queued, 1);
+    else if (!this.stopped) this.cancels.push(new CancelCheckpointMarker(id));
     this.wake?.();
   }
 
@@ -89,6 +98,7 @@ export class SourceRunner<T> {
 
   /** Emits the queued barriers; true when one was final and the flow is now complete. */
   private emitBarriers(): boolean {
+    while (this.cancels.length > 0) this.subscriber.next(this.cancels.shift()!);
     while (this.barriers.length > 0) {
       const barrier = this.barriers.shift()!;
       this.hooks.snapshot(barrier, this.reader.offset(), () => this.subscriber.next(barrier));

@@ -54,6 +54,8 @@ export interface StateDescriptor<S, STORED = unknown> {
   readonly defaultValue?: STORED;
   readonly reduce?: (a: STORED, b: STORED) => STORED;
   readonly aggregate?: AggregateFunction<unknown, STORED, unknown>;
+  /** Name under which `running.query` and the queryable state server read this state; unique within a job. */
+  readonly queryable?: string;
   /** Phantom field carrying the state object's type; never set. */
   readonly __state?: S;
 }
@@ -159,13 +161,32 @@ export interface KeyedStateBackend {
   restore(payloads: KeyedStatePayload[]): void;
   /** Number of keys holding any state, for stats and tests. */
   keyCount(): number;
+  /**
+   * The keys holding a value of a registered state in `namespace` (`''` by default), in no particular order, for
+   * queryable state and tools. Iterating may interleave with processing: keys written meanwhile may or may not show.
+   */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any stored type
+  keysOf(descriptor: StateDescriptor<unknown, any>, namespace?: string): Iterable<Key>;
+  /**
+   * What `key` holds of a registered state (the stored form: a list, a Map, an accumulator), as a copy the caller may
+   * keep; undefined when it holds none (no default). Leaves the current key and namespace as they are.
+   */
+  peek<STORED>(descriptor: StateDescriptor<unknown, STORED>, key: Key, namespace?: string): STORED | undefined;
   dispose(): void;
 }
 
 /** Where working state lives (Flink's StateBackend): makes one keyed backend per keyed operator instance. */
 export interface StateBackend {
   readonly name: string;
-  createKeyedBackend(options: { uid: string; maxParallelism: number; keyGroupRange: KeyGroupRange }): KeyedStateBackend;
+  createKeyedBackend(options: KeyedBackendOptions): KeyedStateBackend;
+}
+
+export interface KeyedBackendOptions {
+  uid: string;
+  maxParallelism: number;
+  keyGroupRange: KeyGroupRange;
+  /** Called once per state the first time a descriptor registers it (e.g. to index queryable states); may throw. */
+  onStateRegistered?(descriptor: StateDescriptor<unknown>): void;
 }
 
 // ---------------------------------------------------------------------------------------------------------------

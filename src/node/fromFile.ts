@@ -101,6 +101,9 @@ function lineReader<T>(
     async read(max) {
       const records: T[] = [];
       let cursor = 0;
+      // The offset moves only when the records are returned: a barrier may go out while this read awaits a block,
+      // and its offset must not cover records that reach the flow after it.
+      let consumed = offset;
       while (records.length < max) {
         let newline = buffer.indexOf(NEWLINE, cursor);
         if (newline < 0 && !eof) {
@@ -119,7 +122,7 @@ function lineReader<T>(
         cursor = Math.min(newline + 1, buffer.length);
         if (bytes.length === 0) continue;
         records.push(toRecord(bytes, lineStart));
-        offset = bufferStart + cursor;
+        consumed = bufferStart + cursor;
       }
       buffer = buffer.subarray(cursor);
       bufferStart += cursor;
@@ -127,6 +130,7 @@ function lineReader<T>(
         await close();
         return null;
       }
+      offset = consumed;
       return records;
     },
     offset: () => offset,

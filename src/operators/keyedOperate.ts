@@ -48,7 +48,7 @@ export function keyedOperate<T, R>(
           onRecord(value);
         },
         onBarrier(barrier, forward) {
-          task.snapshot(barrier, { keyed: backend.snapshot(), operator: handler.snapshotOperatorState?.() }, forward);
+          task.snapshot(barrier, () => ({ keyed: backend.snapshot(), operator: handler.snapshotOperatorState?.() }), forward);
         },
       };
     },

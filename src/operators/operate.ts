@@ -43,7 +43,7 @@ export function operate<T, R>(input: Flow<T>, spec: OperatorSpec<T, R>): Flow<R>
     role: 'operator',
     stateful: spec.stateful ?? false,
     inputs: [input.node],
-    build: (task, upstream) =>
+    build: (task, [upstream]) =>
       new Observable<StreamElement<unknown>>((subscriber) => {
         let handler: OperatorHandler<T> | undefined;
         const emit = (value: R) => subscriber.next(value);
@@ -56,7 +56,7 @@ export function operate<T, R>(input: Flow<T>, spec: OperatorSpec<T, R>): Flow<R>
         }
         const active = handler;
         const forwardTo = (element: ControlElement) => () => subscriber.next(element);
-        const subscription = upstream.subscribe({
+        const subscription = upstream!.subscribe({
           next(element) {
             try {
               if (!(element instanceof ControlElement)) active.onRecord(element as T);

@@ -3,7 +3,8 @@ import type { Flow } from '../core/flow';
 import { KeyedFlow } from '../core/flow';
 import { NoKeyedContextError } from '../core/errors';
 import type { Key, KeyedStateBackend, StateDescriptor } from '../core/types';
-import { TimerService, type TimeDomain } from '../time/timerService';
+import type { TimeDomain } from '../time/timerService';
+import { keyedContext } from './coProcess';
 import type { ProcessWindowFunction } from '../windows/windowFunction';
 import { WindowedFlow } from '../windows/windowedFlow';
 import { windowOperator } from '../windows/windowOperator';
@@ -102,48 +103,16 @@ export function process<T, R>(fn: ProcessFunction<T, R> | ProcessWindowFunction<
 
 function keyedProcess<T, R>(input: KeyedFlow<T>, fn: ProcessFunction<T, R>, uid: string | undefined): Flow<R> {
   return keyedOperate<T, R>(input, 'process', uid, (backend, emit, task, fail) => {
-    const record = task.record;
-    const service = new TimerService(backend, task.scheduler, (domain, time) => {
-      try {
-        onTimer(domain, time);
-      } catch (error) {
-        fail(error);
-      }
-    });
     const saved = task.restoredOperatorState as { timers?: unknown } | undefined;
-    if (saved?.timers !== undefined) service.restore([saved.timers as never], task.maxParallelism, task.keyGroupRange);
-    const VOID = '';
-    const timers: Timers = {
-      registerEventTimeTimer: (time) => service.registerEventTimeTimer(backend.getCurrentKey()!, VOID, time),
-      registerProcessingTimeTimer: (time) => service.registerProcessingTimeTimer(backend.getCurrentKey()!, VOID, time),
-      deleteEventTimeTimer: (time) => service.deleteEventTimeTimer(backend.getCurrentKey()!, VOID, time),
-      deleteProcessingTimeTimer: (time) => service.deleteProcessingTimeTimer(backend.getCurrentKey()!, VOID, time),
-      currentWatermark: () => service.currentWatermark,
-      currentProcessingTime: () => service.currentProcessingTime(),
-    };
-    let timeDomain: TimeDomain = 'event-time';
-    const ctx = processContext(backend, task.uid, () => record.current, timers) as TimerContext;
-    Object.defineProperty(ctx, 'timeDomain', { get: () => timeDomain });
-    const out = output(emit, () => record.current);
-
-    function onTimer(domain: TimeDomain, time: number): void {
-      if (!fn.onTimer) return;
-      timeDomain = domain;
-      // Output of a timer carries the timer's time, as in Flink.
-      const previous = record.current;
-      record.current = time;
-      fn.onTimer(time, ctx, out);
-      record.current = previous;
-    }
-
+    const { ctx, out, service } = keyedContext<R>(task, emit, fail, backend, saved?.timers, (time) => fn.onTimer?.(time, ctx as TimerContext, out), 'process');
     return {
       onRecord: (value) => fn.onElement(value, ctx, out),
       onWatermark(watermark: Watermark, forward: () => void) {
-        service.advanceWatermark(watermark.timestamp);
+        service!.advanceWatermark(watermark.timestamp);
         forward();
       },
-      snapshotOperatorState: () => ({ timers: service.snapshot() }),
-      dispose: () => service.dispose(),
+      snapshotOperatorState: () => ({ timers: service!.snapshot() }),
+      dispose: () => service!.dispose(),
     };
   });
 }

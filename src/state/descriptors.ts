@@ -13,6 +13,11 @@ import { autoSerializer, mapSerializer } from './serializers';
 export interface StateOptions<T> {
   /** How values are written in snapshots; `autoSerializer()` (JSON, superjson only for rich values) by default. */
   serializer?: Serializer<T>;
+  /**
+   * Makes the state readable from outside the job under this name: `running.query(name, key)`, and over HTTP with
+   * `serveQueryableState`. Unique within a job.
+   */
+  queryable?: string;
 }
 
 /**
@@ -22,7 +27,7 @@ export interface StateOptions<T> {
  * // in a process function: ctx.state(seen).update(ctx.state(seen).value()! + 1)
  */
 export function valueState<T>(name: string, options: StateOptions<T> & { default?: T } = {}): StateDescriptor<ValueState<T>, T> {
-  return { name, kind: 'value', serializer: options.serializer ?? autoSerializer<T>(), defaultValue: options.default };
+  return { name, kind: 'value', serializer: options.serializer ?? autoSerializer<T>(), defaultValue: options.default, queryable: options.queryable };
 }
 
 /**
@@ -30,7 +35,7 @@ export function valueState<T>(name: string, options: StateOptions<T> & { default
  * @example const recent = listState<string>('recent');
  */
 export function listState<T>(name: string, options: StateOptions<T[]> = {}): StateDescriptor<ListState<T>, T[]> {
-  return { name, kind: 'list', serializer: options.serializer ?? autoSerializer<T[]>() };
+  return { name, kind: 'list', serializer: options.serializer ?? autoSerializer<T[]>(), queryable: options.queryable };
 }
 
 /**
@@ -38,7 +43,7 @@ export function listState<T>(name: string, options: StateOptions<T[]> = {}): Sta
  * @example const perPage = mapState<string, number>('per-page');
  */
 export function mapState<K, V>(name: string, options: StateOptions<Map<K, V>> = {}): StateDescriptor<MapState<K, V>, Map<K, V>> {
-  return { name, kind: 'map', serializer: options.serializer ?? mapSerializer<K, V>() };
+  return { name, kind: 'map', serializer: options.serializer ?? mapSerializer<K, V>(), queryable: options.queryable };
 }
 
 /**
@@ -50,7 +55,7 @@ export function reducingState<T>(
   reduce: (a: T, b: T) => T,
   options: StateOptions<T> = {},
 ): StateDescriptor<ReducingState<T>, T> {
-  return { name, kind: 'reducing', serializer: options.serializer ?? autoSerializer<T>(), reduce };
+  return { name, kind: 'reducing', serializer: options.serializer ?? autoSerializer<T>(), reduce, queryable: options.queryable };
 }
 
 /**
@@ -67,5 +72,6 @@ export function aggregatingState<IN, ACC, OUT>(
     kind: 'aggregating',
     serializer: options.serializer ?? autoSerializer<ACC>(),
     aggregate: aggregate as AggregateFunction<unknown, ACC, unknown>,
+    queryable: options.queryable,
   };
 }

@@ -1,5 +1,6 @@
 import { CheckpointNotFoundError, JobDefinitionError } from '../core/errors';
 import type { CheckpointStorage } from '../core/types';
+import { directoryPrefix, normalizePath as normalize } from './storagePaths';
 
 /**
  * Checkpoint storage in a `Map` (Flink's JobManagerCheckpointStorage): for tests, the playground and jobs whose
@@ -42,15 +43,4 @@ export function memoryCheckpointStorage({ maxStateSize = 5 * 1024 * 1024 }: { ma
       }
     },
   };
-}
-
-/** `a//b/` and `/a/b` name the same file as `a/b`, as they would on disk. */
-function normalize(path: string): string {
-  return path.split('/').filter((segment) => segment !== '').join('/');
-}
-
-/** What every path under `dir` starts with; the empty string for the root. */
-function directoryPrefix(dir: string): string {
-  const normalized = normalize(dir);
-  return normalized === '' ? '' : `${normalized}/`;
 }

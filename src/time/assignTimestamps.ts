@@ -41,9 +41,11 @@ export function assignTimestamps<T>(timestampOf: (value: T) => number, options: 
       timestamped: true,
       setup(task, emit) {
         const record = task.record;
-        const saved = task.restoredOperatorState as { maxTimestamp?: number | null } | undefined;
+        const saved = task.restoredOperatorState as { maxTimestamp?: number | null; watermark?: number | null } | undefined;
         let maxTimestamp = typeof saved?.maxTimestamp === 'number' ? saved.maxTimestamp : Number.NEGATIVE_INFINITY;
-        let emitted = Number.NEGATIVE_INFINITY;
+        // The last watermark sent is restored too: sending it again after a restore would fire, early, the timers
+        // registered since at or before it, which the uninterrupted run fires only at the next watermark that advances.
+        let emitted = typeof saved?.watermark === 'number' ? saved.watermark : Number.NEGATIVE_INFINITY;
         let recordsSinceTick = 0;
         let quietFor = 0;
         let idle = false;
@@ -89,7 +91,8 @@ export function assignTimestamps<T>(timestampOf: (value: T) => number, options: 
             if (watermark.timestamp >= Number.MAX_SAFE_INTEGER) forward();
           },
           onBarrier(barrier, forward) {
-            task.snapshot(barrier, { operator: { maxTimestamp: Number.isFinite(maxTimestamp) ? maxTimestamp : null } }, forward);
+            const finite = (time: number) => (Number.isFinite(time) ? time : null);
+            task.snapshot(barrier, () => ({ operator: { maxTimestamp: finite(maxTimestamp), watermark: finite(emitted) } }), forward);
           },
           dispose: () => action?.unsubscribe(),
         };

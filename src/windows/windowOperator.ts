@@ -141,8 +141,12 @@ export function windowOperator<T, R>(
       const all = sessions!.value() ?? [];
       const overlapping = all.filter(([start, end]) => start <= window.end && window.start <= end);
       if (overlapping.length === 0) {
-        all.push([window.start, window.end]);
-        sessions!.update(all);
+        // A session late on arrival is not kept (Flink retires it): it would never be cleaned up, and a later record
+        // touching it would merge into it and start its session too early.
+        if (!isLate(window)) {
+          all.push([window.start, window.end]);
+          sessions!.update(all);
+        }
         return window;
       }
       const start = Math.min(window.start, ...overlapping.map(([s]) => s));

@@ -4,25 +4,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { JobDefinitionError, collect, createJob, forEach, fromArray, map, memoryCheckpointStorage, type CheckpointStorage, type Flow } from 'weir';
 import { fsCheckpointStorage } from 'weir/node';
-import { expectedSums, list, pausableSource, readings, skippingScheduler, sumsJob, type Reading } from './fixtures';
-
-/** A map that counts the readings it sees by index and throws on reading `at` while `shouldThrow()` says so. */
-function failingAt(at: number, shouldThrow: () => boolean, error: Error) {
-  const seen = new Map<number, number>();
-  let throws = 0;
-  const between = (flow: Flow<Reading>) =>
-    flow.pipe(
-      map((r: Reading) => {
-        seen.set(r.n, (seen.get(r.n) ?? 0) + 1);
-        if (r.n === at && shouldThrow()) {
-          throws++;
-          throw error;
-        }
-        return r;
-      }),
-    );
-  return { between, seen, throws: () => throws };
-}
+import { expectedSums, failingAt, list, pausableSource, readings, skippingScheduler, sumsJob, type Reading } from './fixtures';
 
 describe('restart strategies', () => {
   let dir: string;

@@ -282,6 +282,40 @@ export function describeKeyedStateBackend(name: string, create: () => StateBacke
       });
     });
 
+    describe('reading for queries (keysOf, peek)', () => {
+      it('lists the keys of a state and peeks at copies of their values without changing the current key', () => {
+        const counts = backend.getState(valueState<{ n: number }>('counts', { default: { n: 0 } }));
+        const pages = backend.getState(mapState<string, number>('pages'));
+        for (const key of ['a', 'b', 'c']) {
+          backend.setCurrentKey(key);
+          counts.update({ n: key.charCodeAt(0) });
+          if (key !== 'b') pages.put('p', 1);
+        }
+        backend.setCurrentKey('b');
+        expect(Array.from(backend.keysOf(valueState('counts'))).sort()).toEqual(['a', 'b', 'c']);
+        expect(Array.from(backend.keysOf(mapState('pages'))).sort()).toEqual(['a', 'c']);
+        const peeked = backend.peek(valueState<{ n: number }>('counts'), 'a')!;
+        expect(peeked).toEqual({ n: 97 });
+        peeked.n = -1;
+        expect(backend.peek(valueState('counts'), 'a')).toEqual({ n: 97 });
+        expect(backend.peek(mapState<string, number>('pages'), 'c')).toEqual(new Map([['p', 1]]));
+        // No value and no default: undefined, whatever the descriptor's default.
+        expect(backend.peek(valueState('counts'), 'zz')).toBeUndefined();
+        expect(backend.peek(mapState('pages'), 'b')).toBeUndefined();
+        expect(backend.getCurrentKey()).toBe('b');
+        expect(counts.value()).toEqual({ n: 98 });
+      });
+
+      it('reads restored state', () => {
+        const state = backend.getState(listState<number>('l'));
+        backend.setCurrentKey(7);
+        state.add(1);
+        const restored = roundTrip(backend);
+        expect(Array.from(restored.keysOf(listState('l')))).toEqual([7]);
+        expect(restored.peek(listState<number>('l'), 7)).toEqual([1]);
+      });
+    });
+
     describe('snapshots', () => {
       it('never show writes made after snapshot(), of any kind', () => {
         const value = backend.getState(valueState<{ n: number }>('value'));

@@ -10,6 +10,7 @@ import type {
   SnapshotEntry,
   StateMeta,
 } from '../../core/types';
+import { copyValue } from '../copyValue';
 import { decodeKey, encodeKey } from '../keyCodec';
 import { checkRestoredMeta, checkSameRegistration, metaOf, requireKey, undeclaredState } from '../stateChecks';
 import {
@@ -31,7 +32,8 @@ import type { StateTable, Overlay } from './stateTable';
 export function heapStateBackend(): StateBackend {
   return {
     name: 'heap',
-    createKeyedBackend: ({ uid, maxParallelism, keyGroupRange }) => new HeapKeyedStateBackend(uid, maxParallelism, keyGroupRange),
+    createKeyedBackend: ({ uid, maxParallelism, keyGroupRange, onStateRegistered }) =>
+      new HeapKeyedStateBackend(uid, maxParallelism, keyGroupRange, onStateRegistered),
   };
 }
 
@@ -54,6 +56,7 @@ class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
     private readonly uid: string,
     private readonly maxParallelism: number,
     private readonly range: KeyGroupRange,
+    private readonly onStateRegistered: ((descriptor: StateDescriptor<unknown>) => void) | undefined,
   ) {}
 
   setCurrentKey(key: Key): void {
@@ -107,6 +110,7 @@ class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
       checkSameRegistration(this.uid, existing.descriptor, descriptor);
       return existing;
     }
+    this.onStateRegistered?.(descriptor);
     const family = new StateFamily<unknown>(descriptor);
     // Registered only once the restored entries loaded: a descriptor that does not fit them must not take the name
     // (and silently drop the restored state) for the next getState.
@@ -206,6 +210,17 @@ class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
         }
       }
     }
+  }
+
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any stored type
+  keysOf(descriptor: StateDescriptor<unknown, any>, namespace = ''): Iterable<Key> {
+    return this.register(descriptor).read(namespace).live.keys();
+  }
+
+  peek<STORED>(descriptor: StateDescriptor<unknown, STORED>, key: Key, namespace = ''): STORED | undefined {
+    const value = this.register(descriptor as StateDescriptor<unknown>).read(namespace).get(key);
+    // The live value is mutated in place by later records: the caller gets its own copy.
+    return value === undefined ? undefined : (copyValue(value) as STORED);
   }
 
   keyCount(): number {

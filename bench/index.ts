@@ -1,0 +1,38 @@
+import { fileURLToPath } from 'node:url';
+import { checkpointing } from './checkpointing';
+import { keyedReduce } from './keyedReduce';
+import { largeState } from './largeState';
+import { printTable, writeResults, type Result } from './report';
+import { snapshot } from './snapshot';
+
+/**
+ * `npm run bench [-- <group>…]`: runs the named groups (all by default), each comparing weir side by side with the
+ * plain-RxJS / plain-Node way of doing the same job in this process, prints a table and writes bench/results.json.
+ */
+const groups: Record<string, () => Promise<Result[]>> = {
+  'keyed-reduce': keyedReduce,
+  checkpointing,
+  snapshot,
+  'large-state': largeState,
+};
+
+const requested = process.argv.slice(2).filter((arg) => arg !== '--');
+const unknown = requested.filter((name) => !(name in groups));
+if (unknown.length > 0) {
+  console.error(`unknown bench group(s): ${unknown.join(', ')}; known: ${Object.keys(groups).join(', ')}`);
+  process.exit(2);
+}
+
+const results: Result[] = [];
+const started = performance.now();
+for (const name of requested.length > 0 ? requested : Object.keys(groups)) {
+  const groupStart = performance.now();
+  console.error(`[bench] ${name}…`);
+  results.push(...(await groups[name]!()));
+  console.error(`[bench] ${name} took ${((performance.now() - groupStart) / 1000).toFixed(1)} s`);
+}
+console.error(`[bench] total ${((performance.now() - started) / 1000).toFixed(1)} s`);
+printTable(results);
+const file = fileURLToPath(new URL('./results.json', import.meta.url));
+await writeResults(file, results);
+console.log(`\nwrote ${file}`);

@@ -1,0 +1,256 @@
+import { decodeFile } from '../checkpoint/fileFormat';
+import { checkMetadata } from '../checkpoint/loadCheckpoint';
+import { METADATA_FILE, checkpointDir, checkpointIdOf, type CheckpointMetadata, type OperatorRole, type OperatorStatePayload } from '../checkpoint/layout';
+import type { CheckpointStorage, StateKind } from '../core/types';
+
+/**
+ * Reads what checkpoints hold without the job's code, on any `CheckpointStorage` (the same layout everywhere):
+ * which jobs and checkpoints there are, whether each is complete, and per operator and state the key counts,
+ * sizes and key-group histogram. Backs `weir inspect` and the visual inspector. Damaged files never throw: they
+ * are reported on the checkpoint with their error.
+ */
+
+/** `complete`: `_metadata` and every file it names read back whole; `incomplete`: no `_metadata` (never restorable). */
+export type CheckpointStatus = 'complete' | 'incomplete' | 'corrupted';
+
+export interface StateSummary {
+  readonly name: string;
+  readonly kind: StateKind;
+  readonly serializer: string;
+  readonly serializerVersion: number;
+  /** Distinct keys holding a value. */
+  readonly keys: number;
+  /** Key × namespace (window) entries. */
+  readonly entries: number;
+  /** Distinct namespaces besides the default one (windows). */
+  readonly namespaces: number;
+  /** UTF-8 bytes of the encoded keys and values. */
+  readonly bytes: number;
+  /** `[keyGroup, keys]` for every non-empty key group: skew shows here. */
+  readonly keyGroups: [number, number][];
+}
+
+export interface OperatorSummary {
+  readonly uid: string;
+  readonly role: OperatorRole;
+  readonly files: { file: string; bytes: number; keyGroups: [number, number] | null; error?: string }[];
+  /** Bytes of the operator's files. */
+  readonly bytes: number;
+  /** UTF-8 bytes of its operator (non-keyed) state, e.g. a source offset; 0 without. */
+  readonly operatorStateBytes: number;
+  readonly states: StateSummary[];
+}
+
+export interface CheckpointSummary {
+  readonly job: string;
+  readonly id: number;
+  /** Where it is in the storage, e.g. `clicks/chk-3`. */
+  readonly path: string;
+  readonly status: CheckpointStatus;
+  /** Why it is corrupted (or incomplete). */
+  readonly error?: string;
+  /** When it was triggered (ms since the epoch on the job's clock); unknown without `_metadata`. */
+  readonly timestamp?: number;
+  readonly durationMs?: number;
+  /** Bytes the checkpoint wrote, metadata included. */
+  readonly persistedBytes?: number;
+  /** Bytes of every file in its directory. */
+  readonly fullBytes: number;
+  readonly maxParallelism?: number;
+  readonly operators: OperatorSummary[];
+}
+
+export interface JobSummary {
+  readonly job: string;
+  readonly checkpoints: CheckpointSummary[];
+}
+
+/** Files read so far out of all files to read, for progress bars. */
+export type ProgressListener = (progress: { done: number; total: number; file: string }) => void;
+
+/** The jobs under `root` of a storage: directories holding `chk-<id>` directories. */
+export async function listJobs(storage: CheckpointStorage, root = ''): Promise<string[]> {
+  const jobs: string[] = [];
+  for (const name of await storage.list(root)) {
+    const path = join(root, name);
+    if ((await storage.list(path)).some((child) => checkpointIdOf(child) !== undefined)) jobs.push(path);
+  }
+  return jobs;
+}
+
+/** Ids of a job's `chk-<id>` directories, complete or not, oldest first. */
+export async function listCheckpoints(storage: CheckpointStorage, job: string): Promise<number[]> {
+  return (await storage.list(job))
+    .map(checkpointIdOf)
+    .filter((id): id is number => id !== undefined)
+    .sort((a, b) => a - b);
+}
+
+/**
+ * Summaries of every checkpoint of the given jobs (every job under the root by default), reading each file once.
+ * @example const jobs = await inspectStorage(fsCheckpointStorage('./checkpoints'), { onProgress: ({ done, total }) => … });
+ */
+export async function inspectStorage(
+  storage: CheckpointStorage,
+  options: { jobs?: string[]; ids?: number[]; onProgress?: ProgressListener } = {},
+): Promise<JobSummary[]> {
+  const jobs = options.jobs ?? (await listJobs(storage));
+  const plan: { job: string; id: number; files: string[] }[] = [];
+  for (const job of jobs) {
+    for (const id of await listCheckpoints(storage, job)) {
+      if (options.ids && !options.ids.includes(id)) continue;
+      plan.push({ job, id, files: await storage.list(checkpointDir(job, id)) });
+    }
+  }
+  const total = plan.reduce((sum, { files }) => sum + files.length, 0);
+  let done = 0;
+  const onFile = (file: string) => options.onProgress?.({ done: ++done, total, file });
+  const summaries: JobSummary[] = jobs.map((job) => ({ job, checkpoints: [] }));
+  for (const { job, id, files } of plan) {
+    summaries.find((summary) => summary.job === job)!.checkpoints.push(await summarizeCheckpoint(storage, job, id, { files, onFile }));
+  }
+  return summaries;
+}
+
+/** Reads one checkpoint of `job` (a path in the storage) and summarises it; problems go into `status` and `error`. */
+export async function summarizeCheckpoint(
+  storage: CheckpointStorage,
+  job: string,
+  id: number,
+  options: { files?: string[]; onFile?: (file: string) => void } = {},
+): Promise<CheckpointSummary> {
+  const dir = checkpointDir(job, id);
+  const where = (file: string) => (storage.describe ? storage.describe(`${dir}/${file}`) : `${dir}/${file}`);
+  const files = options.files ?? (await storage.list(dir));
+  const bytes = new Map<string, Uint8Array>();
+  const errors = new Map<string, string>();
+  for (const file of files) {
+    try {
+      bytes.set(file, await storage.read(`${dir}/${file}`));
+    } catch (error) {
+      errors.set(file, `${where(file)}: ${(error as Error).message}`);
+    }
+    options.onFile?.(`${dir}/${file}`);
+  }
+  const fullBytes = Array.from(bytes.values()).reduce((sum, data) => sum + data.length, 0);
+  const base = { job: basename(job), id, path: dir, fullBytes };
+  const metadataBytes = bytes.get(METADATA_FILE);
+  if (!files.includes(METADATA_FILE)) {
+    return { ...base, status: 'incomplete', error: `${where(METADATA_FILE)} is missing: the checkpoint never completed`, operators: [] };
+  }
+  let metadata: CheckpointMetadata;
+  try {
+    if (!metadataBytes) throw new Error(errors.get(METADATA_FILE));
+    metadata = checkMetadata(decodeFile('metadata', metadataBytes, where(METADATA_FILE)), where(METADATA_FILE));
+  } catch (error) {
+    return { ...base, status: 'corrupted', error: (error as Error).message, operators: [] };
+  }
+  const problems: string[] = [];
+  if (metadata.job !== basename(job)) problems.push(`${where(METADATA_FILE)} belongs to job '${metadata.job}', not '${basename(job)}'`);
+  if (metadata.id !== id) problems.push(`${where(METADATA_FILE)} is checkpoint ${metadata.id}, not ${id}`);
+  const operators = metadata.operators.map((operator): OperatorSummary => {
+    const states = new Map<string, StateTally>();
+    let operatorStateBytes = 0;
+    const operatorFiles = operator.files.map((entry) => {
+      const data = bytes.get(entry.file);
+      const summary = { file: entry.file, bytes: data?.length ?? 0, keyGroups: entry.keyGroups };
+      try {
+        if (!data) throw new Error(errors.get(entry.file) ?? `${where(entry.file)} is missing`);
+        const payload = decodeFile('state', data, where(entry.file)) as OperatorStatePayload;
+        if (payload === null || typeof payload !== 'object' || payload.uid !== operator.uid) {
+          throw new Error(`${where(entry.file)}: holds state of '${String(payload?.uid)}', expected '${operator.uid}'`);
+        }
+        if (payload.operator !== undefined) operatorStateBytes += utf8Length(JSON.stringify(payload.operator));
+        if (payload.keyed) tally(payload, states);
+        return summary;
+      } catch (error) {
+        problems.push((error as Error).message);
+        return { ...summary, error: (error as Error).message };
+      }
+    });
+    return {
+      uid: operator.uid,
+      role: operator.role,
+      files: operatorFiles,
+      bytes: operatorFiles.reduce((sum, file) => sum + file.bytes, 0),
+      operatorStateBytes,
+      states: Array.from(states.values(), finish),
+    };
+  });
+  return {
+    ...base,
+    status: problems.length === 0 ? 'complete' : 'corrupted',
+    ...(problems.length === 0 ? {} : { error: problems.join('; ') }),
+    timestamp: metadata.timestamp,
+    durationMs: metadata.stats?.durationMs,
+    persistedBytes: (metadata.stats?.bytes ?? 0) + (metadataBytes?.length ?? 0),
+    maxParallelism: metadata.maxParallelism,
+    operators,
+  };
+}
+
+interface StateTally {
+  meta: { name: string; kind: StateKind; serializer: string; serializerVersion: number };
+  keys: Set<unknown>;
+  entries: number;
+  namespaces: Set<string>;
+  bytes: number;
+  keyGroups: Map<number, number>;
+}
+
+function tally(payload: OperatorStatePayload, states: Map<string, StateTally>): void {
+  const { states: metas, keyGroups } = payload.keyed!;
+  const tallies = metas.map((meta) => {
+    let state = states.get(meta.name);
+    if (state === undefined) {
+      state = { meta, keys: new Set(), entries: 0, namespaces: new Set(), bytes: 0, keyGroups: new Map() };
+      states.set(meta.name, state);
+    }
+    return state;
+  });
+  for (const [keyGroup, entries] of keyGroups) {
+    for (const [index, key, value, namespace] of entries) {
+      const state = tallies[index];
+      if (state === undefined) throw new Error(`a snapshot entry names state #${index}, which the snapshot does not declare`);
+      const encodedKey = typeof key === 'string' ? key : JSON.stringify(key);
+      state.entries++;
+      state.bytes += utf8Length(encodedKey) + utf8Length(JSON.stringify(value) ?? '');
+      if (namespace !== undefined && namespace !== '') state.namespaces.add(namespace);
+      if (!state.keys.has(encodedKey)) {
+        state.keys.add(encodedKey);
+        state.keyGroups.set(keyGroup, (state.keyGroups.get(keyGroup) ?? 0) + 1);
+      }
+    }
+  }
+}
+
+function finish({ meta, keys, entries, namespaces, bytes, keyGroups }: StateTally): StateSummary {
+  return {
+    name: meta.name,
+    kind: meta.kind,
+    serializer: meta.serializer,
+    serializerVersion: meta.serializerVersion,
+    keys: keys.size,
+    entries,
+    namespaces: namespaces.size,
+    bytes,
+    keyGroups: Array.from(keyGroups).sort((a, b) => a[0] - b[0]),
+  };
+}
+
+function utf8Length(text: string): number {
+  let length = text.length;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code >= 0x80) length += code >= 0x800 && (code < 0xd800 || code > 0xdfff) ? 2 : 1;
+  }
+  return length;
+}
+
+function join(dir: string, name: string): string {
+  return dir === '' ? name : `${dir}/${name}`;
+}
+
+function basename(path: string): string {
+  return path.slice(path.lastIndexOf('/') + 1);
+}

@@ -1,0 +1,159 @@
+import { readdir, stat } from 'node:fs/promises';
+import { basename, dirname, resolve } from 'node:path';
+import { checkpointIdOf, METADATA_FILE } from '../../checkpoint/layout';
+import { inspectStorage, type CheckpointSummary, type JobSummary } from '../../inspector/readCheckpoint';
+import { fsCheckpointStorage } from '../fsCheckpointStorage';
+import { errorCode } from '../fsInternals';
+
+export interface InspectOptions {
+  json: boolean;
+  /** Where the report goes. */
+  out: NodeJS.WritableStream;
+  /** Where progress goes; a bar is drawn only when it is a TTY. */
+  err: NodeJS.WritableStream & { isTTY?: boolean };
+}
+
+/** A checkpoint path the CLI was given, resolved to a storage root, its jobs, and maybe one checkpoint. */
+interface Target {
+  root: string;
+  jobs: string[] | undefined;
+  ids: number[] | undefined;
+}
+
+/**
+ * `weir inspect <checkpoint-dir | job-dir | checkpoints-root>`: reads every checkpoint under the path and prints
+ * a table of jobs and checkpoints, then per checkpoint its operators and states; `--json` prints the summaries.
+ * Returns the exit code: 0 once the path was read (damaged checkpoints are part of the report), 1 when it cannot be.
+ */
+export async function inspectCommand(path: string, options: InspectOptions): Promise<number> {
+  const target = await resolveTarget(resolve(path));
+  if (typeof target === 'string') {
+    options.err.write(`weir inspect: ${target}\n`);
+    return 1;
+  }
+  const progress = options.err.isTTY ? progressBar(options.err) : undefined;
+  let jobs: JobSummary[];
+  try {
+    jobs = await inspectStorage(fsCheckpointStorage(target.root), { jobs: target.jobs, ids: target.ids, onProgress: progress?.update });
+  } finally {
+    progress?.clear();
+  }
+  if (options.json) {
+    options.out.write(`${JSON.stringify({ location: target.root, jobs }, null, 2)}\n`);
+    return 0;
+  }
+  options.out.write(renderReport(target.root, jobs));
+  return 0;
+}
+
+async function resolveTarget(path: string): Promise<Target | string> {
+  let names: string[];
+  try {
+    if (!(await stat(path)).isDirectory()) return `${path} is not a directory; pass a checkpoint directory (chk-<id>), a job's directory or the checkpoints root`;
+    names = await readdir(path);
+  } catch (error) {
+    return errorCode(error) === 'ENOENT' ? `${path} does not exist` : `${path} cannot be read: ${(error as Error).message}`;
+  }
+  const id = checkpointIdOf(basename(path));
+  if (id !== undefined || names.includes(METADATA_FILE)) {
+    if (id === undefined) return `${path} holds a _metadata file but is not named chk-<id>; weir cannot tell which checkpoint it is`;
+    return { root: dirname(dirname(path)), jobs: [basename(dirname(path))], ids: [id] };
+  }
+  if (names.some((name) => checkpointIdOf(name) !== undefined)) return { root: dirname(path), jobs: [basename(path)], ids: undefined };
+  return { root: path, jobs: undefined, ids: undefined };
+}
+
+/** A one-line progress bar on a TTY, redrawn at most every 50 ms. */
+function progressBar(stream: NodeJS.WritableStream) {
+  let last = 0;
+  let drawn = false;
+  return {
+    update: ({ done, total, file }: { done: number; total: number; file: string }) => {
+      const now = performance.now();
+      if (now - last < 50 && done < total) return;
+      last = now;
+      drawn = true;
+      const width = 24;
+      const filled = Math.round((done / Math.max(total, 1)) * width);
+      stream.write(`\r\x1b[2Kreading [${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${total} ${file.slice(-40)}`);
+    },
+    clear: () => {
+      if (drawn) stream.write('\r\x1b[2K');
+    },
+  };
+}
+
+export function renderReport(root: string, jobs: JobSummary[]): string {
+  const lines: string[] = [`checkpoints in ${root}`];
+  if (jobs.length === 0) lines.push('', 'no jobs found (a job directory holds chk-<id> directories)');
+  for (const { job, checkpoints } of jobs) {
+    lines.push('', `job ${job}: ${checkpoints.length} checkpoint${checkpoints.length === 1 ? '' : 's'}`);
+    lines.push(
+      ...indent(
+        table(
+          ['ID', 'STATUS', 'TIME', 'DURATION', 'PERSISTED', 'FULL SIZE'],
+          checkpoints.map((c) => [
+            String(c.id),
+            c.status,
+            c.timestamp === undefined ? '-' : formatTime(c.timestamp),
+            c.durationMs === undefined ? '-' : `${c.durationMs} ms`,
+            c.persistedBytes === undefined ? '-' : formatBytes(c.persistedBytes),
+            formatBytes(c.fullBytes),
+          ]),
+        ),
+      ),
+    );
+    for (const checkpoint of checkpoints) lines.push('', ...renderCheckpoint(checkpoint));
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+function renderCheckpoint(c: CheckpointSummary): string[] {
+  const lines = [`${c.path}: ${c.status}`];
+  if (c.error) lines.push(`  error: ${c.error}`);
+  for (const operator of c.operators) {
+    const extra = operator.operatorStateBytes > 0 ? `, operator state ${formatBytes(operator.operatorStateBytes)}` : '';
+    lines.push(`  operator ${operator.uid} (${operator.role}): ${operator.files.length} file${operator.files.length === 1 ? '' : 's'}, ${formatBytes(operator.bytes)}${extra}`);
+    for (const file of operator.files) if (file.error) lines.push(`    file ${file.file}: ${file.error}`);
+    if (operator.states.length === 0) continue;
+    const rows = operator.states.map((s) => [
+      s.name,
+      s.kind,
+      `${s.serializer} v${s.serializerVersion}`,
+      String(s.keys),
+      String(s.entries),
+      String(s.namespaces),
+      formatBytes(s.bytes),
+      `${s.keyGroups.length}/${c.maxParallelism ?? '?'}`,
+    ]);
+    lines.push(...indent(table(['STATE', 'KIND', 'SERIALIZER', 'KEYS', 'ENTRIES', 'WINDOWS', 'SIZE', 'KEY GROUPS'], rows), '    '));
+  }
+  return lines;
+}
+
+function table(header: string[], rows: string[][]): string[] {
+  const widths = header.map((title, i) => Math.max(title.length, ...rows.map((row) => row[i]!.length)));
+  const line = (cells: string[]) => cells.map((cell, i) => cell.padEnd(widths[i]!)).join('  ').trimEnd();
+  return [line(header), ...rows.map(line)];
+}
+
+function indent(lines: string[], by = '  '): string[] {
+  return lines.map((line) => by + line);
+}
+
+function formatTime(ms: number): string {
+  // A virtual clock (tests, the playground) starts near 0: show its milliseconds rather than 1970.
+  return ms > 1e11 ? new Date(ms).toISOString() : `t=${ms} ms`;
+}
+
+function formatBytes(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`;
+  const units = ['KiB', 'MiB', 'GiB', 'TiB'];
+  let value = bytes / 1024;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit++;
+  }
+  return `${value.toFixed(value < 10 ? 1 : 0)} ${units[unit]}`;
+}

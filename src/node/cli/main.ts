@@ -1,0 +1,50 @@
+import { parseArgs } from 'node:util';
+import { inspectCommand } from './inspectCommand';
+
+const USAGE = `usage: weir inspect <checkpoint-dir | job-dir | checkpoints-root> [--json] [--serve]
+
+  inspect   show the jobs and checkpoints under a path: status (complete, incomplete,
+            corrupted with its error), time, duration, bytes; per checkpoint the operators
+            and their states with key counts and sizes
+  --json    print the report as JSON, for scripts
+  --serve   open the visual inspector (not yet available)
+  --help    show this help
+`;
+
+/** The `weir` command line: `weir inspect …`. Returns the exit code. */
+export async function main(argv: string[], io = { out: process.stdout, err: process.stderr }): Promise<number> {
+  let parsed: ReturnType<typeof parse>;
+  try {
+    parsed = parse(argv);
+  } catch (error) {
+    io.err.write(`weir: ${(error as Error).message}\n\n${USAGE}`);
+    return 2;
+  }
+  const { values, positionals } = parsed;
+  const [command, path, ...rest] = positionals;
+  if (values.help || command === undefined) {
+    (values.help ? io.out : io.err).write(USAGE);
+    return values.help ? 0 : 2;
+  }
+  if (command !== 'inspect') {
+    io.err.write(`weir: unknown command '${command}'\n\n${USAGE}`);
+    return 2;
+  }
+  if (path === undefined || rest.length > 0) {
+    io.err.write(`weir inspect: pass exactly one path\n\n${USAGE}`);
+    return 2;
+  }
+  if (values.serve) {
+    io.err.write('weir inspect --serve: the visual inspector is not yet available; use the text report or --json\n');
+    return 2;
+  }
+  return inspectCommand(path, { json: values.json ?? false, out: io.out, err: io.err });
+}
+
+function parse(argv: string[]) {
+  return parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: { json: { type: 'boolean' }, serve: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+  });
+}

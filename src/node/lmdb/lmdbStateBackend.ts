@@ -1,0 +1,342 @@
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { open } from 'lmdb';
+import { keyGroupOf } from '../../core/keyGroups';
+import type {
+  Key,
+  KeyGroupRange,
+  KeyedSnapshot,
+  KeyedStateBackend,
+  KeyedStatePayload,
+  StateBackend,
+  StateDescriptor,
+  StateMeta,
+} from '../../core/types';
+import { copyValue } from '../../state/copyValue';
+import { decodeKey } from '../../state/keyCodec';
+import { checkRestoredMeta, checkSameRegistration, metaOf, requireKey, undeclaredState } from '../../state/stateChecks';
+import { KeyWriter, PREFIX_BYTES, readKeyPart } from './keyEncoding';
+import { lmdbSnapshot, type SnapshotState } from './lmdbSnapshot';
+import { LmdbAggregatingState, LmdbListState, LmdbMapState, LmdbReducingState, LmdbValueState } from './lmdbStates';
+import { MapRows } from './mapRows';
+import type { RowStore, StateDatabase } from './rowStore';
+import { ValueRows } from './valueRows';
+
+export interface LmdbStateBackendOptions {
+  /** Directory under which each keyed operator instance gets its own working directory; `os.tmpdir()` by default. */
+  path?: string;
+  /** Largest size the working database may grow to, in bytes; LMDB grows it as needed by default. */
+  mapSize?: number;
+}
+
+/**
+ * Working state in LMDB, an embedded memory-mapped key-value store (the role RocksDB plays in Flink): state is
+ * bounded by disk, not by the JavaScript heap. Each keyed operator instance opens its own database in a fresh
+ * directory under `path`, removed when the job ends. Reads and writes stay synchronous; writes are buffered and
+ * written in batches, and a checkpoint reads an LMDB read transaction while processing continues.
+ * @example
+ * import { lmdbStateBackend } from 'weir/node';
+ * createJob({ name: 'sessions', stateBackend: lmdbStateBackend({ path: '/var/tmp/weir' }) });
+ */
+export function lmdbStateBackend(options: LmdbStateBackendOptions = {}): StateBackend {
+  const { path = tmpdir(), mapSize } = options;
+  if (typeof path !== 'string' || path === '') throw new TypeError(`lmdbStateBackend: path must be a directory path, not ${JSON.stringify(path)}`);
+  if (mapSize !== undefined && !(Number.isSafeInteger(mapSize) && mapSize > 0)) {
+    throw new RangeError(`lmdbStateBackend: mapSize must be a positive number of bytes, not ${String(mapSize)}`);
+  }
+  return {
+    name: 'lmdb',
+    createKeyedBackend: ({ uid, maxParallelism, keyGroupRange, onStateRegistered }) =>
+      new LmdbKeyedStateBackend(uid, maxParallelism, keyGroupRange, { path, mapSize, onStateRegistered }),
+  };
+}
+
+/** Buffered writes past which they are written to LMDB in one transaction. */
+const FLUSH_AFTER_WRITES = 32_768;
+/** Restored entries written per transaction. */
+const RESTORE_BATCH = 65_536;
+
+/** One state of the backend, by name: restored, registered, or both. */
+interface Slot {
+  readonly id: number;
+  /** How the state's rows are written now. */
+  meta: StateMeta;
+  /** Set once a descriptor registered the state. */
+  descriptor?: StateDescriptor<unknown>;
+  rows?: ValueRows<unknown> | MapRows<unknown, unknown>;
+  /**
+   * Restored rows that need work before a descriptor can read them: map states are restored as one row per user
+   * key holding the whole map, and rows of another serializer version must be re-encoded.
+   */
+  needsAdoption: boolean;
+}
+
+class LmdbKeyedStateBackend implements KeyedStateBackend, RowStore {
+  /** This instance's working directory: created here, removed by `dispose`, never shared. */
+  readonly directory: string;
+  readonly db: StateDatabase;
+  readonly keys = new KeyWriter();
+  private key: Key | undefined;
+  private groupKey: Key | undefined;
+  private group = 0;
+  private readonly slots = new Map<string, Slot>();
+  private readonly states = new Map<StateDescriptor<unknown>, unknown>();
+  private readonly valueRows: ValueRows<unknown>[] = [];
+  private buffered = 0;
+  private readonly snapshots = new Set<KeyedSnapshot>();
+  private disposed = false;
+
+  constructor(
+    private readonly uid: string,
+    private readonly maxParallelism: number,
+    private readonly range: KeyGroupRange,
+    private readonly options: {
+      path: string;
+      mapSize: number | undefined;
+      onStateRegistered: ((descriptor: StateDescriptor<unknown>) => void) | undefined;
+    },
+  ) {
+    mkdirSync(options.path, { recursive: true });
+    this.directory = mkdtempSync(join(options.path, 'weir-lmdb-'));
+    // Working state is rebuilt from a checkpoint after a crash, so it needs no durability: no fsync, no compression.
+    this.db = open<unknown, Buffer>({
+      path: this.directory,
+      keyEncoding: 'binary',
+      encoding: 'msgpack',
+      compression: false,
+      noSync: true,
+      overlappingSync: false,
+      ...(options.mapSize === undefined ? {} : { mapSize: options.mapSize }),
+    });
+  }
+
+  setCurrentKey(key: Key): void {
+    this.key = key;
+  }
+
+  getCurrentKey(): Key | undefined {
+    return this.key;
+  }
+
+  // Namespaced (window) state is not stored by this backend yet: it fails loudly instead of mixing windows' state.
+  setCurrentNamespace(namespace: string): void {
+    if (namespace !== '') throw this.noNamespaces();
+  }
+
+  mergeNamespaces(): void {
+    throw this.noNamespaces();
+  }
+
+  private noNamespaces(): Error {
+    return new Error(
+      `operator '${this.uid}': the LMDB state backend does not hold window-scoped (namespaced) state yet; ` +
+        'run windowed operators on heapStateBackend()',
+    );
+  }
+
+  currentKey(stateName: string): Key {
+    return this.key ?? requireKey(undefined, stateName);
+  }
+
+  keyGroup(key: Key): number {
+    if (key !== this.groupKey) {
+      this.groupKey = key;
+      this.group = keyGroupOf(key, this.maxParallelism);
+    }
+    return this.group;
+  }
+
+  wrote(): void {
+    if (++this.buffered >= FLUSH_AFTER_WRITES) this.flush();
+  }
+
+  private flush(): void {
+    if (this.buffered === 0) return;
+    const groupOf = (key: Key) => keyGroupOf(key, this.maxParallelism);
+    this.db.transactionSync(() => {
+      for (const rows of this.valueRows) rows.flush(groupOf);
+    });
+    this.buffered = 0;
+  }
+
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any stored type
+  getState<S>(descriptor: StateDescriptor<S, any>): S {
+    const known = this.states.get(descriptor as StateDescriptor<unknown>);
+    if (known !== undefined) return known as S;
+    const state = this.createState(this.register(descriptor as StateDescriptor<unknown>), descriptor as StateDescriptor<unknown>);
+    this.states.set(descriptor as StateDescriptor<unknown>, state);
+    return state as S;
+  }
+
+  private createState(slot: Slot, descriptor: StateDescriptor<unknown>): unknown {
+    switch (descriptor.kind) {
+      case 'value':
+        return new LmdbValueState(this, slot.rows as ValueRows<unknown>, descriptor);
+      case 'list':
+        return new LmdbListState(this, slot.rows as ValueRows<unknown[]>, descriptor.name);
+      case 'map':
+        return new LmdbMapState(this, slot.rows as MapRows<unknown, unknown>, descriptor.name);
+      case 'reducing':
+        return new LmdbReducingState(this, slot.rows as ValueRows<unknown>, descriptor);
+      case 'aggregating':
+        return new LmdbAggregatingState(this, slot.rows as ValueRows<unknown>, descriptor);
+    }
+  }
+
+  private register(descriptor: StateDescriptor<unknown>): Slot {
+    let slot = this.slots.get(descriptor.name);
+    if (slot?.descriptor !== undefined) {
+      checkSameRegistration(this.uid, slot.descriptor, descriptor);
+      return slot;
+    }
+    // A descriptor that does not fit restored state is rejected before it takes the name.
+    if (slot !== undefined) checkRestoredMeta(this.uid, slot.meta, descriptor);
+    this.options.onStateRegistered?.(descriptor);
+    if (slot === undefined) this.slots.set(descriptor.name, (slot = { id: this.slots.size, meta: metaOf(descriptor), needsAdoption: false }));
+    const rows =
+      descriptor.kind === 'map'
+        ? new MapRows(this, slot.id, descriptor.serializer as never)
+        : new ValueRows(this, slot.id, descriptor.serializer);
+    if (slot.needsAdoption) this.adopt(slot, rows);
+    slot.descriptor = descriptor;
+    slot.meta = metaOf(descriptor);
+    slot.rows = rows;
+    if (rows instanceof ValueRows) this.valueRows.push(rows);
+    return slot;
+  }
+
+  /** Rewrites restored rows into the form `rows` reads: a map per entry, values in the current serializer version. */
+  private adopt(slot: Slot, rows: ValueRows<unknown> | MapRows<unknown, unknown>): void {
+    const version = slot.meta.serializerVersion;
+    const { db, keys } = this;
+    db.transactionSync(() => {
+      for (let keyGroup = this.range.start; keyGroup <= this.range.end; keyGroup++) {
+        const writer = keys.begin(keyGroup, slot.id);
+        const range = { start: Buffer.from(writer.key()), end: writer.rangeEnd() };
+        const restored = Array.from(db.getRange(range), ({ key, value }) => ({ key: Buffer.from(key), value }));
+        for (const { key: row, value } of restored) {
+          const decoded = rows.serializer.decode(value, version);
+          if (rows instanceof ValueRows) {
+            db.put(row, rows.serializer.encode(decoded));
+            continue;
+          }
+          const userKey = readKeyPart(row, PREFIX_BYTES).value;
+          db.remove(row);
+          for (const [mapKey, mapValue] of decoded as Map<unknown, unknown>) {
+            db.put(keys.begin(keyGroup, slot.id).add(userKey).add(mapKey).key(), rows.encodeEntry(mapKey, mapValue));
+          }
+        }
+      }
+    });
+    slot.needsAdoption = false;
+  }
+
+  snapshot(): KeyedSnapshot {
+    this.checkOpen();
+    this.flush();
+    const states: SnapshotState[] = Array.from(this.slots.values(), (slot) => ({
+      id: slot.id,
+      meta: slot.meta,
+      mapRows: slot.rows instanceof MapRows && !slot.needsAdoption ? slot.rows : undefined,
+    }));
+    const snapshot = lmdbSnapshot(this.db, states, () => this.snapshots.delete(snapshot));
+    this.snapshots.add(snapshot);
+    return snapshot;
+  }
+
+  restore(payloads: KeyedStatePayload[]): void {
+    this.checkOpen();
+    const batch: (() => void)[] = [];
+    const write = () => {
+      this.db.transactionSync(() => batch.forEach((put) => put()));
+      batch.length = 0;
+    };
+    for (const payload of payloads) {
+      const slots = payload.states.map((meta) => this.restoredSlot(meta));
+      for (const [keyGroup, entries] of payload.keyGroups) {
+        if (keyGroup < this.range.start || keyGroup > this.range.end) continue;
+        for (const [index, key, value, namespace] of entries) {
+          if (namespace !== undefined && namespace !== '') throw this.noNamespaces();
+          const slot = slots[index];
+          if (slot === undefined) throw undeclaredState(this.uid, index);
+          const row = Buffer.from(this.keys.begin(keyGroup, slot.id).add(decodeKey(key)).key());
+          batch.push(() => this.db.put(row, value));
+          if (batch.length >= RESTORE_BATCH) write();
+        }
+      }
+    }
+    if (batch.length > 0) write();
+  }
+
+  /** The slot restored rows of `meta` go to. Restore comes before any state is read, as in a job's attempt. */
+  private restoredSlot(meta: StateMeta): Slot {
+    const slot = this.slots.get(meta.name);
+    if (slot === undefined) {
+      const restored: Slot = { id: this.slots.size, meta, needsAdoption: meta.kind === 'map' };
+      this.slots.set(meta.name, restored);
+      return restored;
+    }
+    if (slot.descriptor !== undefined) {
+      throw new Error(`operator '${this.uid}': the LMDB state backend restores state before state '${meta.name}' is first used, not after`);
+    }
+    return slot;
+  }
+
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any stored type
+  *keysOf(descriptor: StateDescriptor<unknown, any>, namespace = ''): Iterable<Key> {
+    if (namespace !== '') throw this.noNamespaces();
+    const { id } = this.register(descriptor);
+    this.flush();
+    // One key group at a time, so that no read transaction stays open while the caller yields to processing.
+    for (let keyGroup = this.range.start; keyGroup <= this.range.end; keyGroup++) {
+      this.checkOpen();
+      const writer = this.keys.begin(keyGroup, id);
+      const rows = Array.from(this.db.getKeys({ start: Buffer.from(writer.key()), end: writer.rangeEnd() }), (row) => Buffer.from(row));
+      let last: Key | undefined;
+      for (const row of rows) {
+        const key = readKeyPart(row, PREFIX_BYTES).value;
+        // Map state has one row per map entry: a user key's rows are contiguous.
+        if (key !== last) yield key;
+        last = key;
+      }
+    }
+  }
+
+  peek<STORED>(descriptor: StateDescriptor<unknown, STORED>, key: Key, namespace = ''): STORED | undefined {
+    if (namespace !== '') throw this.noNamespaces();
+    this.checkOpen();
+    const { rows } = this.register(descriptor as StateDescriptor<unknown>);
+    if (rows instanceof MapRows) {
+      const entries = rows.entries(key);
+      return entries.length === 0 ? undefined : (new Map(entries) as STORED);
+    }
+    const value = rows!.get(key);
+    // A value still in the write buffer is the live object that later records mutate: the caller gets a copy.
+    return value === undefined ? undefined : (copyValue(value) as STORED);
+  }
+
+  keyCount(): number {
+    this.checkOpen();
+    this.flush();
+    const keys = new Set<string>();
+    for (const row of this.db.getKeys()) keys.add(row.toString('latin1', PREFIX_BYTES, readKeyPart(row, PREFIX_BYTES).next));
+    return keys.size;
+  }
+
+  dispose(): void {
+    if (this.disposed) return;
+    this.disposed = true;
+    for (const snapshot of Array.from(this.snapshots)) snapshot.release();
+    this.slots.clear();
+    this.states.clear();
+    this.valueRows.length = 0;
+    // Closing returns a promise for pending writes, and there are none: every write here is synchronous.
+    void this.db.close();
+    rmSync(this.directory, { recursive: true, force: true });
+  }
+
+  private checkOpen(): void {
+    if (this.disposed) throw new Error(`operator '${this.uid}': the LMDB state backend was disposed`);
+  }
+}

@@ -1,0 +1,154 @@
+import type { AggregatingState, ListState, MapState, ReducingState, StateDescriptor, ValueState } from '../../core/types';
+import { copyValue } from '../../state/copyValue';
+import { rejectNull } from '../../state/stateChecks';
+import type { MapRows } from './mapRows';
+import type { RowStore } from './rowStore';
+import type { ValueRows } from './valueRows';
+
+/*
+ * The state kinds over LMDB rows. They mirror the heap states' semantics but not their code: heap states work on
+ * copy-on-write tables, these on write-back rows whose snapshots are LMDB read transactions, so no copy is taken
+ * on read. As with Flink's RocksDB backend, a value read from state is the backend's to keep only until the next
+ * write of another record: change it through `update`/`add`, not in place.
+ */
+
+export class LmdbValueState<T> implements ValueState<T> {
+  constructor(private readonly store: RowStore, private readonly rows: ValueRows<T>, private readonly descriptor: StateDescriptor<unknown, T>) {}
+
+  value(): T | undefined {
+    const value = this.rows.get(this.store.currentKey(this.descriptor.name));
+    if (value !== undefined) return value;
+    const fallback = this.descriptor.defaultValue;
+    return fallback === undefined ? undefined : copyValue(fallback);
+  }
+
+  update(value: T | undefined): void {
+    const key = this.store.currentKey(this.descriptor.name);
+    if (value === undefined) this.rows.delete(key);
+    else this.rows.set(key, value);
+  }
+
+  clear(): void {
+    this.rows.delete(this.store.currentKey(this.descriptor.name));
+  }
+}
+
+export class LmdbListState<T> implements ListState<T> {
+  constructor(private readonly store: RowStore, private readonly rows: ValueRows<T[]>, private readonly name: string) {}
+
+  get(): T[] {
+    const list = this.rows.get(this.store.currentKey(this.name));
+    return list === undefined ? [] : list.slice();
+  }
+
+  add(value: T): void {
+    rejectNull(value, this.name, 'cannot add');
+    const key = this.store.currentKey(this.name);
+    const list = this.rows.get(key);
+    if (list === undefined) this.rows.set(key, [value]);
+    else {
+      list.push(value);
+      this.rows.set(key, list);
+    }
+  }
+
+  addAll(values: Iterable<T>): void {
+    for (const value of values) this.add(value);
+  }
+
+  update(values: Iterable<T>): void {
+    const list = Array.from(values);
+    for (const value of list) rejectNull(value, this.name, 'cannot hold');
+    const key = this.store.currentKey(this.name);
+    if (list.length === 0) this.rows.delete(key);
+    else this.rows.set(key, list);
+  }
+
+  clear(): void {
+    this.rows.delete(this.store.currentKey(this.name));
+  }
+}
+
+export class LmdbMapState<K, V> implements MapState<K, V> {
+  constructor(private readonly store: RowStore, private readonly rows: MapRows<K, V>, private readonly name: string) {}
+
+  get(key: K): V | undefined {
+    return this.rows.get(this.store.currentKey(this.name), key);
+  }
+
+  put(key: K, value: V): void {
+    if (value === undefined) rejectNull(value, this.name, `cannot put ${String(key)} →`);
+    this.rows.put(this.store.currentKey(this.name), key, value);
+  }
+
+  putAll(entries: Iterable<readonly [K, V]> | Map<K, V>): void {
+    for (const [key, value] of entries) this.put(key, value);
+  }
+
+  remove(key: K): void {
+    this.rows.remove(this.store.currentKey(this.name), key);
+  }
+
+  contains(key: K): boolean {
+    return this.rows.contains(this.store.currentKey(this.name), key);
+  }
+
+  entries(): [K, V][] {
+    return this.rows.entries(this.store.currentKey(this.name));
+  }
+
+  keys(): K[] {
+    return this.entries().map(([key]) => key);
+  }
+
+  values(): V[] {
+    return this.entries().map(([, value]) => value);
+  }
+
+  isEmpty(): boolean {
+    return this.rows.isEmpty(this.store.currentKey(this.name));
+  }
+
+  clear(): void {
+    this.rows.clear(this.store.currentKey(this.name));
+  }
+}
+
+export class LmdbReducingState<T> implements ReducingState<T> {
+  constructor(private readonly store: RowStore, private readonly rows: ValueRows<T>, private readonly descriptor: StateDescriptor<unknown, T>) {}
+
+  get(): T | undefined {
+    return this.rows.get(this.store.currentKey(this.descriptor.name));
+  }
+
+  add(value: T): void {
+    rejectNull(value, this.descriptor.name, 'cannot add');
+    const key = this.store.currentKey(this.descriptor.name);
+    const current = this.rows.get(key);
+    this.rows.set(key, current === undefined ? value : this.descriptor.reduce!(current, value));
+  }
+
+  clear(): void {
+    this.rows.delete(this.store.currentKey(this.descriptor.name));
+  }
+}
+
+export class LmdbAggregatingState<IN, ACC, OUT> implements AggregatingState<IN, OUT> {
+  constructor(private readonly store: RowStore, private readonly rows: ValueRows<ACC>, private readonly descriptor: StateDescriptor<unknown, ACC>) {}
+
+  get(): OUT | undefined {
+    const accumulator = this.rows.get(this.store.currentKey(this.descriptor.name));
+    return accumulator === undefined ? undefined : (this.descriptor.aggregate!.getResult(accumulator) as OUT);
+  }
+
+  add(value: IN): void {
+    rejectNull(value, this.descriptor.name, 'cannot add');
+    const key = this.store.currentKey(this.descriptor.name);
+    const aggregate = this.descriptor.aggregate!;
+    this.rows.set(key, aggregate.add(value, this.rows.get(key) ?? aggregate.createAccumulator()) as ACC);
+  }
+
+  clear(): void {
+    this.rows.delete(this.store.currentKey(this.descriptor.name));
+  }
+}

@@ -1,0 +1,72 @@
+import type { Key, Serializer } from '../../core/types';
+import type { RowStore } from './rowStore';
+
+/**
+ * One map state's rows: one LMDB row per map entry, keyed `[key group][state id][user key][map key]`, so a get or
+ * put touches one entry and a map is one contiguous range (as in Flink's RocksDB MapState). Rows are written
+ * straight to LMDB (one small transaction each); map state is not on the keyed-reduce hot path. Each row holds the
+ * descriptor's serializer applied to a one-entry Map, which works for any Map serializer; a snapshot merges them.
+ */
+export class MapRows<K, V> {
+  constructor(
+    private readonly store: RowStore,
+    readonly id: number,
+    readonly serializer: Serializer<Map<K, V>>,
+  ) {}
+
+  private row(userKey: Key, mapKey: K): Buffer {
+    const { store } = this;
+    return store.keys.begin(store.keyGroup(userKey), this.id).add(userKey).add(mapKey).key();
+  }
+
+  private range(userKey: Key): { start: Buffer; end: Buffer } {
+    const { store } = this;
+    const writer = store.keys.begin(store.keyGroup(userKey), this.id).add(userKey);
+    return { start: Buffer.from(writer.key()), end: writer.rangeEnd() };
+  }
+
+  /** The entry a row holds. */
+  entryOf(stored: unknown): [K, V] {
+    const [entry] = this.serializer.decode(stored, this.serializer.version);
+    return entry!;
+  }
+
+  encodeEntry(mapKey: K, value: V): unknown {
+    return this.serializer.encode(new Map([[mapKey, value]]));
+  }
+
+  get(userKey: Key, mapKey: K): V | undefined {
+    const stored = this.store.db.get(this.row(userKey, mapKey));
+    return stored === undefined ? undefined : this.entryOf(stored)[1];
+  }
+
+  contains(userKey: Key, mapKey: K): boolean {
+    return this.store.db.doesExist(this.row(userKey, mapKey));
+  }
+
+  put(userKey: Key, mapKey: K, value: V): void {
+    this.store.db.putSync(this.row(userKey, mapKey), this.encodeEntry(mapKey, value));
+  }
+
+  remove(userKey: Key, mapKey: K): void {
+    this.store.db.removeSync(this.row(userKey, mapKey));
+  }
+
+  /** Entries in map-key order (numbers by value, strings by UTF-8 bytes), like RocksDB's MapState. */
+  entries(userKey: Key): [K, V][] {
+    const entries: [K, V][] = [];
+    for (const { value } of this.store.db.getRange(this.range(userKey))) entries.push(this.entryOf(value));
+    return entries;
+  }
+
+  isEmpty(userKey: Key): boolean {
+    for (const _ of this.store.db.getKeys({ ...this.range(userKey), limit: 1 })) return false;
+    return true;
+  }
+
+  clear(userKey: Key): void {
+    const { db } = this.store;
+    const rows = Array.from(db.getKeys(this.range(userKey)), (row) => Buffer.from(row));
+    if (rows.length > 0) db.transactionSync(() => rows.forEach((row) => db.remove(row)));
+  }
+}

@@ -1,0 +1,117 @@
+import { SideOutputElement } from '../core/elements';
+import { NoKeyedContextError } from '../core/errors';
+import { KeyedFlow, type Flow } from '../core/flow';
+import type { KeySelector, TaskContext } from '../core/graph';
+import type { Key, KeyedStateBackend, StateDescriptor } from '../core/types';
+import { TimerService, type TimeDomain } from '../time/timerService';
+import type { ConnectedFlows } from './connect';
+import { operateMulti, restoredState, type MultiInputHandler } from './operateMulti';
+import type { Output, ProcessContext, TimerContext, Timers } from './process';
+
+/** Flink's (Keyed)CoProcessFunction: one method per input, sharing keyed state and timers. */
+export interface CoProcessFunction<A, B, R> {
+  onElement1(value: A, ctx: ProcessContext, out: Output<R>): void;
+  onElement2(value: B, ctx: ProcessContext, out: Output<R>): void;
+  onTimer?(time: number, ctx: TimerContext, out: Output<R>): void;
+}
+
+/**
+ * Processes two connected flows with one function. On keyed flows, `ctx.state` is the key's state, shared by both
+ * inputs, and `ctx.timers` registers timers for the key.
+ * @example
+ * const seen = valueState<boolean>('seen');
+ * connect(controls.pipe(keyBy((c) => c.word)), words.pipe(keyBy((w) => w))).pipe(coProcess({
+ *   onElement1(_c, ctx) { ctx.state(seen).update(true); },
+ *   onElement2(w, ctx, out) { if (!ctx.state(seen).value()) out.emit(w); },
+ * }, { uid: 'filter-words' }))
+ */
+export function coProcess<A, B, R>(fn: CoProcessFunction<A, B, R>, options: { uid?: string } = {}): (connected: ConnectedFlows<A, B>) => Flow<R> {
+  return (connected) => {
+    const { first, second } = connected;
+    const secondFlow = second as Flow<B>;
+    const keySelectors =
+      first instanceof KeyedFlow ? [first.keySelector as KeySelector<unknown>, (secondFlow as KeyedFlow<B>).keySelector as KeySelector<unknown>] : undefined;
+    return operateMulti<R>([first as Flow<unknown>, secondFlow as Flow<unknown>], {
+      kind: 'coProcess',
+      uid: options.uid,
+      keySelectors,
+      setup(task, emit, fail, backend) {
+        const saved = restoredState(task) as { timers?: unknown } | undefined;
+        const { ctx, out, service } = keyedContext<R>(task, emit, fail, backend, saved?.timers, (time) => fn.onTimer?.(time, ctx as TimerContext, out), 'coProcess');
+        const handler: MultiInputHandler = {
+          onRecord(input, value) {
+            if (input === 0) fn.onElement1(value as A, ctx, out);
+            else fn.onElement2(value as B, ctx, out);
+          },
+          onWatermark: (timestamp) => service?.advanceWatermark(timestamp),
+          snapshotOperatorState: () => (service ? { timers: service.snapshot() } : null),
+          dispose: () => service?.dispose(),
+        };
+        return handler;
+      },
+    });
+  };
+}
+
+/**
+ * The context, output and timer service of a keyed process function, shared by `process`, `coProcess` and
+ * `processBroadcast`.
+ * `onTimer` runs with the timer's key current and the output stamped with the timer's time.
+ */
+export function keyedContext<R>(
+  task: TaskContext,
+  emit: (value: R) => void,
+  fail: (error: unknown) => void,
+  backend: KeyedStateBackend | undefined,
+  savedTimers: unknown,
+  onTimer: (time: number) => void,
+  kind: string,
+): { ctx: ProcessContext; out: Output<R>; service: TimerService | undefined } {
+  const record = task.record;
+  let timeDomain: TimeDomain = 'event-time';
+  const service = backend
+    ? new TimerService(backend, task.scheduler, (domain, time) => {
+        const previous = record.current;
+        try {
+          timeDomain = domain;
+          record.current = time;
+          onTimer(time);
+        } catch (error) {
+          fail(error);
+        } finally {
+          record.current = previous;
+        }
+      })
+    : undefined;
+  if (service && savedTimers !== undefined) service.restore([savedTimers as never], task.maxParallelism, task.keyGroupRange);
+  const noKey = (): never => {
+    throw new NoKeyedContextError(`operator '${task.uid}': keyed state and timers need keyed inputs; put keyBy before ${kind}`);
+  };
+  const key = () => backend?.getCurrentKey() ?? noKey();
+  const timers: Timers = {
+    registerEventTimeTimer: (time) => service ? service.registerEventTimeTimer(key() as Key, '', time) : noKey(),
+    registerProcessingTimeTimer: (time) => service ? service.registerProcessingTimeTimer(key() as Key, '', time) : noKey(),
+    deleteEventTimeTimer: (time) => service ? service.deleteEventTimeTimer(key() as Key, '', time) : noKey(),
+    deleteProcessingTimeTimer: (time) => service ? service.deleteProcessingTimeTimer(key() as Key, '', time) : noKey(),
+    currentWatermark: () => service?.currentWatermark ?? Number.NEGATIVE_INFINITY,
+    currentProcessingTime: () => task.scheduler.now(),
+  };
+  const ctx: TimerContext = {
+    get key() {
+      return backend?.getCurrentKey();
+    },
+    get timestamp() {
+      return record.current;
+    },
+    get timeDomain() {
+      return timeDomain;
+    },
+    timers,
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any stored type
+    state<S>(descriptor: StateDescriptor<S, any>): S {
+      return backend ? backend.getState(descriptor) : noKey();
+    },
+  };
+  const out: Output<R> = { emit, side: (tag, value) => emit(new SideOutputElement(tag.id, value, record.current) as never) };
+  return { ctx, out, service };
+}

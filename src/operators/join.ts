@@ -1,0 +1,57 @@
+import { JobDefinitionError } from '../core/errors';
+import { KeyedFlow, type Flow } from '../core/flow';
+import type { Key } from '../core/types';
+import { window, type WindowOptions } from '../windows/window';
+import type { WindowAssigner } from '../windows/windowTypes';
+import { keyBy } from './keyBy';
+import { map } from './map';
+import { process } from './process';
+import { unionWith } from './union';
+
+export interface JoinOptions<A, B, R> extends WindowOptions {
+  /** Windows the two flows are joined in; elements of one key in one window are paired. */
+  window: WindowAssigner;
+  /** Builds one result per pair. */
+  apply(left: A, right: B): R;
+  uid?: string;
+}
+
+/**
+ * Windowed join (Flink's `join().where().equalTo().window().apply()`): every pair of a left and a right element with
+ * the same key in the same window gives one result, emitted when the window fires.
+ * @example join(orders.pipe(keyBy((o) => o.user)), clicks.pipe(keyBy((c) => c.user)), { window: tumbling(60_000), apply: (o, c) => ({ ...o, page: c.page }), uid: 'orders-clicks' })
+ */
+export function join<A, B, R>(left: Flow<A>, right: Flow<B>, options: JoinOptions<A, B, R>): Flow<R> {
+  if (!(left instanceof KeyedFlow) || !(right instanceof KeyedFlow)) {
+    throw new JobDefinitionError('join: both flows must be keyed (keyBy on each, with keys of the same type)');
+  }
+  const leftKey = left.keySelector;
+  const rightKey = right.keySelector;
+  const uid = options.uid;
+  type Tagged = { side: 0; value: A } | { side: 1; value: B };
+  // A join is a window over the union of both sides, tagged, whose window function pairs them: the same pieces,
+  // so the same checkpointing, lateness and timestamps as any window.
+  const tagged = unionWith<Tagged>(
+    { uid: uid && `${uid}-inputs` },
+    left.pipe(map((value): Tagged => ({ side: 0, value }))),
+    right.pipe(map((value): Tagged => ({ side: 1, value }))),
+  );
+  return tagged.pipe(
+    keyBy((t: Tagged): Key => (t.side === 0 ? leftKey(t.value) : rightKey(t.value))),
+    window(options.window, { trigger: options.trigger, allowedLateness: options.allowedLateness }),
+    process<Tagged, R>(
+      {
+        process(_key, _ctx, elements, out) {
+          const lefts: A[] = [];
+          const rights: B[] = [];
+          for (const element of elements) {
+            if (element.side === 0) lefts.push(element.value);
+            else rights.push(element.value);
+          }
+          for (const a of lefts) for (const b of rights) out.emit(options.apply(a, b));
+        },
+      },
+      { uid },
+    ),
+  );
+}

@@ -1,0 +1,149 @@
+import { Observable } from 'rxjs';
+import { BarrierAligner, type InFlightRecord } from '../checkpoint/barrierAligner';
+import { CancelCheckpointMarker, Watermark, WATERMARK_ACTIVE, WATERMARK_IDLE, type StreamElement } from '../core/elements';
+import { JobDefinitionError } from '../core/errors';
+import { Flow } from '../core/flow';
+import type { KeySelector, TaskContext } from '../core/graph';
+import type { Json, KeyedSnapshot, KeyedStateBackend } from '../core/types';
+import { checkKey } from '../state/keyCodec';
+import { autoSerializer } from '../state/serializers';
+
+/** How a multi-input operator handles records for one attempt. */
+export interface MultiInputHandler {
+  /** A record from input `input`; on keyed operators its key is already current. */
+  onRecord(input: number, value: unknown): void;
+  /** The combined watermark advanced: fire event-time timers; the watermark is forwarded after. */
+  onWatermark?(timestamp: number): void;
+  /** Non-keyed state to save, captured synchronously at the barrier. */
+  snapshotOperatorState?(): Json;
+  dispose?(): void;
+}
+
+export interface MultiInputSpec<R> {
+  kind: string;
+  uid?: string;
+  /** The key selector of each input, for keyed operators (`connect` of keyed flows, joins). */
+  keySelectors?: (KeySelector<unknown> | undefined)[];
+  timestamped?: boolean;
+  setup(task: TaskContext, emit: (value: R) => void, fail: (error: unknown) => void, backend: KeyedStateBackend | undefined): MultiInputHandler;
+}
+
+const records = autoSerializer<unknown>();
+
+/**
+ * Adds an operator with several inputs. Their elements meet in a BarrierAligner, which holds records during
+ * alignment, combines watermarks (the minimum over active inputs) and says when to snapshot; the operator
+ * snapshots its keyed state, its operator state and, for an unaligned checkpoint, the records in flight, which a
+ * restore replays before the sources start.
+ */
+export function operateMulti<R>(inputs: Flow<unknown>[], spec: MultiInputSpec<R>): Flow<R> {
+  if (inputs.length < 1) throw new JobDefinitionError(`${spec.kind} needs at least one input flow`);
+  const graph = inputs[0]!.graph;
+  for (const input of inputs) {
+    if (input.graph !== graph) throw new JobDefinitionError(`${spec.kind}: its input flows belong to different jobs; flows cannot cross jobs`);
+  }
+  const keyed = spec.keySelectors !== undefined;
+  const node = graph.add({
+    kind: spec.kind,
+    uid: spec.uid,
+    role: 'operator',
+    // Stateful even without state of its own: an unaligned checkpoint saves the records in flight here.
+    stateful: true,
+    inputs: inputs.map((input) => input.node),
+    build: (task, upstreams) =>
+      new Observable<StreamElement<unknown>>((subscriber) => {
+        const record = task.record;
+        const emit = (value: R) => subscriber.next(value);
+        const fail = (error: unknown) => subscriber.error(error);
+        const backend = keyed ? task.keyedBackend() : undefined;
+        let handler: MultiInputHandler;
+        try {
+          handler = spec.setup(task, emit, fail, backend);
+        } catch (error) {
+          subscriber.error(error);
+          return;
+        }
+        const deliver = (input: number, value: unknown, timestamp: number | undefined) => {
+          record.current = timestamp;
+          const selectKey = spec.keySelectors?.[input];
+          if (backend && selectKey) {
+            const key = selectKey(value);
+            if (typeof key !== 'string') checkKey(key, task.uid);
+            backend.setCurrentKey(key);
+          }
+          handler.onRecord(input, value);
+        };
+        const aligner = new BarrierAligner(
+          upstreams.length,
+          task.alignment.mode,
+          {
+            record: deliver,
+            aligned(barrier, inFlight, alignment) {
+              task.snapshot(
+                barrier,
+                () => {
+                  const keyedSnapshot: KeyedSnapshot | undefined = backend?.snapshot();
+                  const operatorState = handler.snapshotOperatorState?.();
+                  return {
+                    keyed: keyedSnapshot,
+                    operator: inFlight.then((records_) => ({
+                      state: operatorState ?? null,
+                      inFlight: records_.map(([input, value, timestamp]) => [input, records.encode(value) as Json, timestamp ?? null]),
+                    })),
+                  };
+                },
+                () => subscriber.next(barrier),
+                alignment,
+              );
+            },
+            cancelled: (id) => subscriber.next(new CancelCheckpointMarker(id)),
+            watermark(timestamp) {
+              handler.onWatermark?.(timestamp);
+              subscriber.next(new Watermark(timestamp));
+            },
+            idle: (idle) => subscriber.next(idle ? WATERMARK_IDLE : WATERMARK_ACTIVE),
+            complete: () => subscriber.complete(),
+          },
+          task.scheduler,
+          task.alignment.alignedTimeout,
+        );
+        // Records saved by an unaligned checkpoint come first after a restore: the sources' offsets are past them.
+        const saved = task.restoredOperatorState as { inFlight?: [number, Json, number | null][] } | undefined;
+        if (saved?.inFlight?.length) {
+          task.beforeSources(() => {
+            for (const [input, value, timestamp] of saved.inFlight!) {
+              try {
+                deliver(input, records.decode(value, 1), timestamp ?? undefined);
+              } catch (error) {
+                subscriber.error(error);
+              }
+            }
+          });
+        }
+        const subscriptions = upstreams.map((upstream, input) =>
+          upstream.subscribe({
+            next(element) {
+              try {
+                aligner.push(input, element, record.current);
+              } catch (error) {
+                subscriber.error(error);
+              }
+            },
+            error: (error) => subscriber.error(error),
+            complete: () => aligner.end(input),
+          }),
+        );
+        return () => {
+          subscriptions.forEach((subscription) => subscription.unsubscribe());
+          aligner.dispose();
+          handler.dispose?.();
+        };
+      }),
+  });
+  return new Flow<R>(graph, node, spec.timestamped ?? inputs.every((input) => input.timestamped));
+}
+
+/** The operator state a multi-input operator saved itself (its in-flight records are handled above). */
+export function restoredState(task: TaskContext): Json | undefined {
+  return (task.restoredOperatorState as { state?: Json } | undefined)?.state ?? undefined;
+}

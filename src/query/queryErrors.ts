@@ -1,0 +1,33 @@
+import { JobDefinitionError, WeirError } from '../core/errors';
+
+/** No state of the job is registered under this queryable name (a state becomes queryable once its operator uses it). */
+export class UnknownQueryableStateError extends WeirError {}
+
+/** Two states of one job were given the same `queryable` name: a job definition error, found when both are used. */
+export class QueryableStateConflictError extends JobDefinitionError {}
+
+/** Live state cannot be read right now: the job has ended (query a retained checkpoint with `asOf` instead). */
+export class QueryableStateUnavailableError extends WeirError {}
+
+/** A query was malformed: a missing or invalid key, bad paging parameters, a bad cursor, an oversized body. */
+export class InvalidQueryError extends WeirError {}
+
+/** The queryable state server rejected the request's bearer token (HTTP 401). */
+export class QueryUnauthorizedError extends WeirError {}
+
+/** The queryable state server could not be reached (connection refused, DNS, timeout). */
+export class QueryServerUnreachableError extends WeirError {}
+
+/** The client sent more requests than the server's per-client rate limit allows (HTTP 429). */
+export class QueryRateLimitedError extends WeirError {
+  constructor(
+    message: string,
+    /** Milliseconds the server asked to wait before retrying. */
+    readonly retryAfterMs: number | undefined,
+  ) {
+    super(message);
+  }
+}
+
+/** The queryable state server failed to answer (HTTP 5xx or a response that is not weir's). */
+export class QueryServerError extends WeirError {}

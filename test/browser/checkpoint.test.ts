@@ -1,0 +1,117 @@
+// The engine in the browser: a keyed job checkpointing to IndexedDB, restored into a new job, restarted after a
+// failure, with exactly-once output; the same fixtures as the Node checkpoint tests.
+import { describe, expect, it } from 'vitest';
+import { StorageQuotaExceededError, collect, createJob, fromArray, keyBy, reduce, type Source } from 'weir';
+import { indexedDbCheckpointStorage } from 'weir/browser';
+import { expectedSums, failingAt, pausableSource, readings, skippingScheduler, sumsJob, type Reading } from '../checkpoint/jobFixtures';
+import { freshDbName, storageWithQuota } from './idbFixtures';
+
+const storageOf = (dbName = freshDbName()) => indexedDbCheckpointStorage({ dbName });
+
+describe('a keyed job with IndexedDB checkpoints', () => {
+  it('continues from its latest checkpoint in a new job (a page reload) without counting anything twice', async () => {
+    const dbName = freshDbName();
+    const out = collect<Reading>();
+    const paused = pausableSource(readings, [50]);
+    const first = sumsJob({ checkpoints: { storage: storageOf(dbName) } }, paused.source, out).job.start();
+    await paused.reached(50);
+    const stats = await first.checkpoint();
+    expect(stats.path).toBe(`indexeddb://${dbName}/sums/chk-1`);
+    expect((await first.cancel()).status).toBe('cancelled');
+    expect(out.values).toEqual(expectedSums.slice(0, 50));
+
+    // A new storage object on the same database, as after a reload.
+    paused.release(50);
+    const result = await sumsJob({ checkpoints: { storage: storageOf(dbName) } }, paused.source, out).job.start({ restore: 'latest' }).done;
+    expect(result.restoredFrom).toBe('sums/chk-1');
+    expect(out.values).toEqual(expectedSums);
+  });
+
+  it('restores the checkpoint at the path its stats give', async () => {
+    const storage = storageOf();
+    const paused = pausableSource(readings, [30]);
+    const running = sumsJob({ checkpoints: { storage, retain: 5 } }, paused.source).job.start();
+    await paused.reached(30);
+    const chk1 = await running.checkpoint();
+    paused.release(30);
+    await running.done;
+
+    const { job, out } = sumsJob({ checkpoints: { storage } }, fromArray(readings));
+    expect((await job.start({ restore: chk1.path }).done).restoredFrom).toBe(chk1.path);
+    expect(out.values).toEqual(expectedSums.slice(30));
+  });
+
+  it('restarts after a failure from the latest checkpoint and collects every output exactly once', async () => {
+    let failures = 0;
+    const failing = failingAt(70, () => failures++ === 0, new Error('flaky'));
+    const paused = pausableSource(readings, [50]);
+    const { job, out } = sumsJob(
+      { scheduler: skippingScheduler(), checkpoints: { storage: storageOf() }, restart: { strategy: 'fixed-delay', attempts: 3, delay: 1_000 } },
+      paused.source,
+      undefined,
+      failing.between,
+    );
+    const running = job.start();
+    await paused.reached(50);
+    await running.checkpoint();
+    paused.release(50);
+
+    const result = await running.done;
+    expect(result.restarts).toBe(1);
+    expect(out.values).toEqual(expectedSums);
+    expect(failing.seen.get(10)).toBe(1);
+    expect(failing.seen.get(60)).toBe(2);
+  });
+
+  it('keeps the newest `retain` checkpoints and deletes the older ones', async () => {
+    const storage = storageOf();
+    const paused = pausableSource(readings, [20, 40, 60]);
+    const running = sumsJob({ checkpoints: { storage, retain: 2 } }, paused.source).job.start();
+    for (const at of [20, 40, 60]) {
+      await paused.reached(at);
+      await running.checkpoint();
+      paused.release(at);
+    }
+    await running.done;
+    // Three checkpoints at the pauses, the final one at the end: the last two stay.
+    expect(await storage.list('sums')).toEqual(['chk-3', 'chk-4']);
+    expect(await storage.list('sums/chk-4')).toContain('_metadata');
+  });
+
+  it('fails a checkpoint on a full quota with StorageQuotaExceededError; the previous checkpoint still restores', async () => {
+    // From record 60 on, each key's state holds 100 kB: past the storage's 256 kB quota once all five keys have one.
+    const records: Padded[] = Array.from({ length: 100 }, (_, n) => ({ key: `k${n % 5}`, n, pad: n >= 60 ? 'x'.repeat(100_000) : '' }));
+    const storage = await storageWithQuota(256 * 1024);
+    const paused = pausableSource(records, [40, 80]);
+    const running = paddedJob(storage, paused.source).job.start();
+    await paused.reached(40);
+    await running.checkpoint();
+    paused.release(40);
+    await paused.reached(80);
+    await expect(running.checkpoint()).rejects.toThrow(StorageQuotaExceededError);
+    paused.release(80);
+    await expect(running.done).rejects.toThrow(StorageQuotaExceededError);
+
+    expect(await storage.list('padded')).toEqual(['chk-1']);
+    // Restored from checkpoint 1, the sums go on from record 40 as if nothing had failed.
+    const { job, out } = paddedJob(storage, fromArray(records.slice(0, 60)));
+    expect((await job.start({ restore: 'latest' }).done).restoredFrom).toBe('padded/chk-1');
+    expect(out.values.map((r) => r.n)).toEqual(expectedSums.slice(40, 60).map((r) => r.n));
+  });
+});
+
+interface Padded extends Reading {
+  pad: string;
+}
+
+/** Sums `n` per key like `sumsJob`, keeping the latest record's `pad` in the state. */
+function paddedJob(storage: ReturnType<typeof storageOf>, source: Source<Padded>) {
+  const out = collect<Padded>();
+  const job = createJob({ name: 'padded', chunkSize: 10, checkpoints: { storage } });
+  job.source(source, { uid: 'in' }).pipe(
+    keyBy((r) => r.key),
+    reduce((a, b) => ({ key: a.key, n: a.n + b.n, pad: b.pad }), { uid: 'sum' }),
+    out.sink({ uid: 'out' }),
+  );
+  return { job, out };
+}
