@@ -2,7 +2,7 @@
 // state, checkpoints. Node-only parts are in 'weir/node', browser-only parts in 'weir/browser'.
 export { createJob, Job, type JobOptions, type CheckpointOptions, type StartOptions } from './core/job';
 export { Flow, KeyedFlow } from './core/flow';
-export type { RunningJob, JobResult } from './core/runningJob';
+export type { RunningJob, JobResult, SavepointOptions } from './core/runningJob';
 export type { RestartStrategyOptions } from './core/restartStrategy';
 export type { CheckpointStats } from './checkpoint/checkpointStats';
 export * from './core/errors';

@@ -100,7 +100,10 @@ export class BarrierAligner {
   end(input: number): void {
     if (this.ended[input]) return;
     this.ended[input] = true;
-    if (this.alignment) this.checkAligned();
+    if (this.alignment) {
+      this.alignment.arrived[input] = true;
+      this.checkAligned();
+    }
     this.updateWatermark();
     if (this.ended.every(Boolean)) {
       this.release();
@@ -121,6 +124,8 @@ export class BarrierAligner {
   private onBarrier(input: number, barrier: CheckpointBarrier): void {
     if (barrier.id <= this.closed) return;
     let alignment = this.alignment;
+    // A barrier older than the checkpoint aligning is stale: it must not count as this input's barrier n.
+    if (alignment !== undefined && barrier.id < alignment.barrier.id) return;
     if (alignment !== undefined && barrier.id > alignment.barrier.id) {
       // Flink aborts a checkpoint whose alignment is overtaken by a newer barrier (it is subsumed).
       this.abort(alignment, 'subsumed');
@@ -167,12 +172,16 @@ export class BarrierAligner {
   private onCancel(id: number): void {
     if (id <= this.closed) return;
     const alignment = this.alignment;
-    if (alignment !== undefined && alignment.barrier.id <= id) {
+    if (alignment !== undefined && alignment.barrier.id === id) {
       this.abort(alignment, 'cancelled');
-    } else {
-      this.closed = id;
-      this.callbacks.cancelled(id, 'cancelled');
+      return;
     }
+    // A marker for a newer checkpoint (its barrier never reached this input) also ends the alignment of an older one,
+    // and closes the newer checkpoint here too, so that its barriers, should any still come, are ignored (as Flink's
+    // SingleCheckpointBarrierHandler does).
+    if (alignment !== undefined && alignment.barrier.id < id) this.abort(alignment, 'subsumed');
+    this.closed = id;
+    this.callbacks.cancelled(id, 'cancelled');
   }
 
   private abort(alignment: Alignment, reason: 'cancelled' | 'subsumed'): void {

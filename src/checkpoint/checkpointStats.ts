@@ -33,5 +33,7 @@ export interface CheckpointStats {
   readonly fullSize: number;
   /** The checkpoint taken when the input ended. */
   readonly final: boolean;
+  /** A savepoint (`running.savepoint()`, `stop({ savepoint })`) or a periodic/on-demand checkpoint. */
+  readonly kind: 'checkpoint' | 'savepoint';
   readonly operators: readonly OperatorCheckpointStats[];
 }

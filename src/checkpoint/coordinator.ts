@@ -65,9 +65,16 @@ export interface TaskSnapshotStats {
   heldRecords: number;
 }
 
+/** Where a savepoint goes: a directory in a storage (the job's checkpoint storage unless given). */
+export interface SavepointTarget {
+  storage: CheckpointStorage;
+  dir: string;
+}
+
 interface PendingCheckpoint {
   readonly id: number;
   readonly dir: string;
+  readonly storage: CheckpointStorage;
   readonly barrier: CheckpointBarrier;
   readonly startedAt: number;
   readonly participants: CheckpointParticipants;
@@ -153,8 +160,11 @@ export class CheckpointCoordinator {
     return this.settling;
   }
 
-  /** Starts a checkpoint once fewer than `maxConcurrent` are in flight; resolves when it is complete. */
-  async trigger(final = false): Promise<CheckpointStats> {
+  /**
+   * Starts a checkpoint (or, with `savepoint`, a savepoint into that directory) once fewer than `maxConcurrent` are
+   * in flight; resolves when it is complete.
+   */
+  async trigger(final = false, savepoint?: SavepointTarget): Promise<CheckpointStats> {
     while (this.pending.size >= this.options.maxConcurrent) {
       await Promise.race(Array.from(this.pending.values(), (p) => p.result.catch(() => undefined)));
     }
@@ -168,8 +178,9 @@ export class CheckpointCoordinator {
     const now = scheduler.now();
     const pending: PendingCheckpoint = {
       id,
-      dir: checkpointDir(job, id),
-      barrier: new CheckpointBarrier(id, now, final),
+      dir: savepoint ? `${savepoint.dir.replace(/\/+$/, '')}/savepoint-${job}-${id}` : checkpointDir(job, id),
+      storage: savepoint?.storage ?? this.options.storage,
+      barrier: new CheckpointBarrier(id, now, final, savepoint ? 'savepoint' : 'checkpoint'),
       startedAt: now,
       participants,
       waiting: new Set(participants.tasks.keys()),
@@ -206,7 +217,7 @@ export class CheckpointCoordinator {
       release?.();
       return;
     }
-    const { storage } = this.options;
+    const { storage } = pending;
     const { uid, subtask, range } = task;
     const startedAt = performance.now();
     yieldToEventLoop()
@@ -239,12 +250,14 @@ export class CheckpointCoordinator {
   }
 
   private async complete(pending: PendingCheckpoint): Promise<void> {
-    const { storage, job, scheduler, maxParallelism } = this.options;
+    const { job, scheduler, maxParallelism } = this.options;
+    const { storage } = pending;
+    const savepoint = pending.barrier.kind === 'savepoint';
     const stateBytes = pending.stats.reduce((sum, op) => sum + op.bytes, 0);
     const metadata: CheckpointMetadata = {
       job,
       id: pending.id,
-      kind: 'checkpoint',
+      kind: pending.barrier.kind,
       timestamp: pending.startedAt,
       maxParallelism,
       operators: Array.from(pending.operators, ([uid, { role, files }]) => ({ uid, role, files })),
@@ -262,7 +275,7 @@ export class CheckpointCoordinator {
     this.lastEndedAt = scheduler.now();
     const stats = this.report(pending, 'completed', undefined, stateBytes + bytes.length);
     this.completed.push(stats);
-    this.retained.push(pending.id);
+    if (!savepoint) this.retained.push(pending.id);
     try {
       await pending.participants.notifyComplete(pending.id);
     } catch (error) {
@@ -270,12 +283,13 @@ export class CheckpointCoordinator {
       pending.reject(error);
       return;
     }
-    await this.applyRetention();
+    if (!savepoint) await this.applyRetention();
     pending.resolve(stats);
   }
 
   private report(pending: PendingCheckpoint, status: CheckpointStats['status'], reason: string | undefined, bytes: number): CheckpointStats {
-    const { storage, scheduler } = this.options;
+    const { scheduler } = this.options;
+    const { storage } = pending;
     const stats: CheckpointStats = {
       id: pending.id,
       status,
@@ -286,6 +300,7 @@ export class CheckpointCoordinator {
       bytes,
       fullSize: bytes,
       final: pending.barrier.final,
+      kind: pending.barrier.kind,
       operators: pending.stats,
     };
     this.reports.next(stats);
@@ -343,7 +358,7 @@ export class CheckpointCoordinator {
     pending.participants.injectCancel(pending.id);
     // A checkpoint without _metadata never counts; removing its files keeps the directory tidy. One whose metadata
     // is being written may complete after all, and a restore may then use it: its files stay.
-    if (!pending.committing) this.options.storage.remove(pending.dir).catch(() => undefined);
+    if (!pending.committing) pending.storage.remove(pending.dir).catch(() => undefined);
     else this.settling = pending.committing.catch(() => undefined);
   }
 }

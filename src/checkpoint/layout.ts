@@ -44,7 +44,8 @@ export interface StateFileEntry {
 export interface CheckpointMetadata {
   job: string;
   id: number;
-  kind: 'checkpoint';
+  /** Savepoints are taken on request, written elsewhere and never deleted by the job. */
+  kind: 'checkpoint' | 'savepoint';
   timestamp: number;
   maxParallelism: number;
   operators: { uid: string; role: OperatorRole; files: StateFileEntry[] }[];

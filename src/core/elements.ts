@@ -12,6 +12,8 @@ export class CheckpointBarrier extends ControlElement {
     readonly timestamp: number,
     /** The last checkpoint of a finishing job: sinks commit with it and nothing follows but the end of input. */
     readonly final: boolean,
+    /** A savepoint is always a full, self-contained snapshot (never incremental). */
+    readonly kind: 'checkpoint' | 'savepoint' = 'checkpoint',
   ) {
     super();
   }

@@ -1,11 +1,12 @@
 import { Observable, share, type Subscription } from 'rxjs';
 import type { CheckpointMode } from '../checkpoint/barrierAligner';
-import { taskId, type CheckpointCoordinator, type CheckpointTask } from '../checkpoint/coordinator';
+import { taskId, type CheckpointCoordinator, type CheckpointTask, type SavepointTarget } from '../checkpoint/coordinator';
 import type { LoadedCheckpoint } from '../checkpoint/loadCheckpoint';
 import type { OperatorStatePayload } from '../checkpoint/layout';
 import { QueryableStateRegistry } from '../query/queryableStateRegistry';
 import { CheckpointBarrier, ControlElement, type RecordTimestamp, type StreamElement } from './elements';
 import { NonReplayableSourceError } from './errors';
+import { keyGroupRangeFor } from './keyGroups';
 import type { GraphNode, TaskContext } from './graph';
 import type { JobGraph } from './jobGraph';
 import { SourceRunner } from './sourceRunner';
@@ -45,6 +46,8 @@ export class Execution {
   /** The queryable states of this attempt, filled as its keyed backends register them. */
   readonly queryable: QueryableStateRegistry;
   private finishedSources = 0;
+  /** Where the final snapshot goes when the job is stopped with a savepoint. */
+  private finalSavepoint: SavepointTarget | undefined;
   private sourceCount = 0;
   private ended = false;
 
@@ -73,7 +76,9 @@ export class Execution {
       } else {
         output = node.build!(task, node.inputs.map((input) => outputs.get(input)!));
       }
-      if (node.stateful) tasks.set(taskId(node.uid, 0), { uid: node.uid, subtask: 0, role: node.role });
+      if (node.stateful) {
+        for (let subtask = 0; subtask < (node.parallelism ?? 1); subtask++) tasks.set(taskId(node.uid, subtask), { uid: node.uid, subtask, role: node.role });
+      }
       outputs.set(node, consumers.get(node)!.length > 1 ? output.pipe(share()) : output);
     }
     coordinator?.attach({
@@ -114,7 +119,8 @@ export class Execution {
   private finalCheckpoint: Promise<unknown> = Promise.resolve();
 
   /** Graceful stop: sources stop reading, in-flight records drain, the final checkpoint commits the sinks. */
-  drain(): void {
+  drain(savepoint?: SavepointTarget): void {
+    this.finalSavepoint = savepoint;
     this.runners.forEach((runner) => runner.drain());
   }
 
@@ -131,7 +137,7 @@ export class Execution {
       return;
     }
     // Flink's final checkpoint: everything the sinks hold is committed before the job reports success.
-    this.finalCheckpoint = coordinator.trigger(true);
+    this.finalCheckpoint = coordinator.trigger(true, this.finalSavepoint);
     this.finalCheckpoint.catch((error) => this.fail(error));
   }
 
@@ -179,12 +185,17 @@ export class Execution {
     );
   }
 
-  private taskContext(node: GraphNode): TaskContext {
+  private taskContext(node: GraphNode, index = 0): TaskContext {
     const { coordinator, restored, stateBackend, maxParallelism, scheduler, graph } = this.options;
     const saved: OperatorStatePayload[] = restored?.states.get(node.uid) ?? [];
-    const range = { start: 0, end: maxParallelism - 1 };
+    const parallelism = node.parallelism ?? 1;
+    const range = keyGroupRangeFor(index, parallelism, maxParallelism);
     let backend: KeyedStateBackend | undefined;
     return {
+      subtaskIndex: index,
+      parallelism,
+      subtask: (i) => this.taskContext(node, i),
+      restoredOperatorStates: saved.flatMap((payload) => (payload.operator === undefined ? [] : [payload.operator])),
       uid: node.uid,
       job: graph.jobName,
       scheduler,
@@ -215,7 +226,7 @@ export class Execution {
         forward();
         coordinator?.persist(
           barrier.id,
-          { uid: node.uid, subtask: 0, range: keyed ? range : undefined },
+          { uid: node.uid, subtask: index, range: keyed ? range : undefined },
           async () => ({ uid: node.uid, keyed: keyed?.materialize(), operator: (await operator) ?? undefined }),
           keyed ? () => keyed.release() : undefined,
           { syncMs, alignmentMs: alignment?.alignmentMs ?? 0, heldRecords: alignment?.heldRecords ?? 0 },

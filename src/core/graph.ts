@@ -15,8 +15,18 @@ export interface TaskContext {
   readonly maxParallelism: number;
   /** The key groups this instance owns. */
   readonly keyGroupRange: KeyGroupRange;
+  /** Which parallel instance this is, of `parallelism`. */
+  readonly subtaskIndex: number;
+  readonly parallelism: number;
   /** Operator state this task saved in the checkpoint being restored. */
   readonly restoredOperatorState: Json | undefined;
+  /**
+   * Operator state every instance of this operator saved, whatever the parallelism then: keyed operators take from
+   * it what belongs to their key groups (timers), so that a job restored at another parallelism loses nothing.
+   */
+  readonly restoredOperatorStates: Json[];
+  /** The context of parallel instance `index` of this operator. */
+  subtask(index: number): TaskContext;
   /** The task's keyed state backend, created (and restored) on first use. */
   keyedBackend(): KeyedStateBackend;
   /**
@@ -50,6 +60,8 @@ export interface GraphNode {
   /** Acknowledges every checkpoint with a state file (sources, keyed operators, sinks). */
   readonly stateful: boolean;
   readonly inputs: readonly GraphNode[];
+  /** Parallel instances (keyed operators), each owning a contiguous range of key groups; 1 by default. */
+  readonly parallelism?: number;
   readonly source?: Source<unknown>;
   readonly sink?: Sink<unknown>;
   /** Builds the node's observable for one attempt from its inputs' (not used for sources, which the job drives). */

@@ -5,7 +5,7 @@ import { checkpointDir } from '../checkpoint/layout';
 import { heapStateBackend } from '../state/heap/heapStateBackend';
 import { memoryCheckpointStorage } from '../storage/memoryCheckpointStorage';
 import { asyncScheduler } from 'rxjs';
-import { CheckpointCorruptedError, CheckpointNotFoundError, JobDefinitionError, NonRestoredStateError } from './errors';
+import { CheckpointCorruptedError, CheckpointNotFoundError, JobDefinitionError, NonRestoredStateError, StateMigrationError } from './errors';
 import { Flow } from './flow';
 import { JobGraph } from './jobGraph';
 import { DEFAULT_MAX_PARALLELISM } from './keyGroups';
@@ -54,8 +54,10 @@ export interface JobOptions {
   checkpoints?: CheckpointOptions;
   /** What to do when a user function fails; `{ strategy: 'none' }` by default. */
   restart?: RestartStrategyOptions;
-  /** Key groups (default 128): the most instances a keyed operator can be rescaled to. */
+  /** Key groups (default 128): the most instances a keyed operator can be rescaled to; fixed once state exists. */
   maxParallelism?: number;
+  /** Instances of each keyed operator, unless the operator says otherwise (default 1). */
+  parallelism?: number;
   /** The job's clock: periodic checkpoints, restart delays, timestamps. `asyncScheduler` by default. */
   scheduler?: Scheduler;
   /** Records a source reads between two yields to the event loop (default 1024). */
@@ -67,9 +69,10 @@ export interface JobOptions {
 export interface StartOptions {
   /**
    * `'latest'`: the newest complete checkpoint of this job, falling back past damaged ones (a fresh start when
-   * there is none); or the path of a `chk-<id>` directory (relative to the storage root, or absolute on disk).
+   * there is none); the path of a `chk-<id>` directory (relative to the storage root, or absolute on disk); or a
+   * savepoint, `{ savepoint: path }`, in the checkpoint storage or in `storage`.
    */
-  restore?: 'latest' | string;
+  restore?: 'latest' | string | { savepoint: string; storage?: CheckpointStorage };
   /** Restore even when saved state names operators this job no longer has; that state is dropped. */
   allowNonRestoredState?: boolean;
 }
@@ -112,7 +115,11 @@ export class Job {
     if (!(Number.isInteger(max) && max >= 1 && max <= 32768)) {
       throw new JobDefinitionError(`job '${options.name}': maxParallelism must be an integer from 1 to 32768, got ${max}`);
     }
-    this.graph = new JobGraph(options.name);
+    const parallelism = options.parallelism ?? 1;
+    if (!(Number.isInteger(parallelism) && parallelism >= 1 && parallelism <= max)) {
+      throw new JobDefinitionError(`job '${options.name}': parallelism must be an integer from 1 to maxParallelism (${max}), got ${parallelism}`);
+    }
+    this.graph = new JobGraph(options.name, parallelism);
   }
 
   get name(): string {
@@ -153,6 +160,8 @@ export class Job {
         })
       : undefined;
     const strategy = restartStrategy(this.options.restart);
+    /** The storage of the checkpoint or savepoint the run started from. */
+    let startStorage: CheckpointStorage | undefined;
     this.running = new RunningJob({
       job: name,
       scheduler,
@@ -175,26 +184,31 @@ export class Job {
           throw new JobDefinitionError(`job '${name}' cannot restore: it has checkpointing off; pass the checkpoints option with the storage to restore from`);
         }
         if (!storage || !coordinator) return undefined;
+        const restore = options.restore;
+        if (typeof restore === 'object') startStorage = restore.storage ?? storage;
         const restored =
-          options.restore === undefined
+          restore === undefined
             ? undefined
-            : options.restore === 'latest'
+            : restore === 'latest'
               ? await loadLatestCheckpoint(storage, name, onWarning)
-              : await loadCheckpoint(storage, options.restore, name);
+              : typeof restore === 'string'
+                ? await loadCheckpoint(storage, restore, name)
+                : await loadCheckpoint(startStorage!, restore.savepoint, name);
         if (restored) this.checkOperatorsMatch(restored, options.allowNonRestoredState ?? false);
         await coordinator.recover(await completedCheckpointIds(storage, name));
         return restored;
       },
       restoreAfterFailure: async (startedFrom) => {
         if (!storage || !coordinator) return undefined;
-        const candidates = coordinator.history
+        const candidates: [CheckpointStorage, string][] = coordinator.history
+          .filter((stats) => stats.kind === 'checkpoint')
           .slice(-retain)
           .reverse()
-          .map((stats) => checkpointDir(name, stats.id));
-        if (startedFrom) candidates.push(startedFrom.path);
-        for (const dir of candidates) {
+          .map((stats) => [storage, checkpointDir(name, stats.id)]);
+        if (startedFrom) candidates.push([startStorage ?? storage, startedFrom.path]);
+        for (const [from, dir] of candidates) {
           try {
-            return await loadCheckpoint(storage, dir, name);
+            return await loadCheckpoint(from, dir, name);
           } catch (error) {
             if (!(error instanceof CheckpointCorruptedError || error instanceof CheckpointNotFoundError)) throw error;
             onWarning(`restart: checkpoint ${dir} cannot be restored (${(error as Error).message}); trying an older one`);
@@ -214,6 +228,14 @@ export class Job {
   }
 
   private checkOperatorsMatch(restored: LoadedCheckpoint, allowNonRestoredState: boolean): void {
+    const maxParallelism = this.options.maxParallelism ?? DEFAULT_MAX_PARALLELISM;
+    if (restored.metadata.maxParallelism !== maxParallelism) {
+      // Keyed state is organised by key group: another number of groups would send keys to other groups.
+      throw new StateMigrationError(
+        `${restored.path} was taken with maxParallelism ${restored.metadata.maxParallelism}, this job has ${maxParallelism}; ` +
+          `maxParallelism is fixed once state exists: set it to ${restored.metadata.maxParallelism} (parallelism may change)`,
+      );
+    }
     const uids = new Set(this.graph.nodes.map((node) => node.uid));
     const missing = Array.from(restored.states.keys()).filter((uid) => !uids.has(uid));
     if (missing.length > 0 && !allowNonRestoredState) {

@@ -16,7 +16,11 @@ export class JobGraph {
   private readonly uids = new Set<string>();
   private frozen = false;
 
-  constructor(readonly jobName: string) {}
+  constructor(
+    readonly jobName: string,
+    /** Instances of keyed operators that do not say otherwise. */
+    readonly defaultParallelism = 1,
+  ) {}
 
   /**
    * Adds a node. Without a uid it gets `<kind>-<position>`: deterministic for an unchanged job, but it shifts when

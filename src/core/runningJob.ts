@@ -1,5 +1,5 @@
 import { EMPTY, type Observable } from 'rxjs';
-import type { CheckpointCoordinator } from '../checkpoint/coordinator';
+import type { CheckpointCoordinator, SavepointTarget } from '../checkpoint/coordinator';
 import type { CheckpointStats } from '../checkpoint/checkpointStats';
 import type { LoadedCheckpoint } from '../checkpoint/loadCheckpoint';
 import { JobDefinitionError, WeirError } from './errors';
@@ -8,6 +8,14 @@ import { StateQueries, type KeyPage, type KeyPageOptions, type QueryableStateRea
 import type { QueryableStateInfo } from '../query/queryableStateRegistry';
 import type { RestartStrategy } from './restartStrategy';
 import type { CheckpointStorage, Key, Scheduler } from './types';
+
+/** Where a savepoint goes. */
+export interface SavepointOptions {
+  /** A directory of the storage (default `savepoints`); the savepoint is a `savepoint-<job>-<id>` directory in it. */
+  path?: string;
+  /** The storage to write it to; the job's checkpoint storage by default. */
+  storage?: CheckpointStorage;
+}
 
 /** How a job ended. */
 export interface JobResult {
@@ -49,6 +57,7 @@ export class RunningJob implements QueryableStateReader {
   private restoredFrom: string | undefined;
   private ended = false;
   private cancelRestartDelay: (() => void) | undefined;
+  private stopSavepoint: SavepointTarget | undefined;
   private readonly queries: StateQueries;
 
   constructor(private readonly setup: RunSetup) {
@@ -115,13 +124,37 @@ export class RunningJob implements QueryableStateReader {
     return coordinator.trigger();
   }
 
-  /** Stops reading the sources, drains in-flight records, takes a final checkpoint, commits sinks, and ends. */
-  stop(): Promise<JobResult> {
+  /**
+   * Takes a savepoint now: a full, self-contained snapshot in `path` (a directory of the checkpoint storage, or of
+   * `storage`), which the job never deletes. Restore it with `start({ restore: { savepoint: stats.path } })`.
+   * @example const { path } = await running.savepoint({ path: 'savepoints' });
+   */
+  savepoint(options: SavepointOptions = {}): Promise<CheckpointStats> {
+    const { coordinator, job } = this.setup;
+    const target = this.savepointTarget(options);
+    if (!coordinator || !target) {
+      return Promise.reject(new JobDefinitionError(`job '${job}' has checkpointing off; pass checkpoints: { storage } to createJob to take savepoints`));
+    }
+    return coordinator.trigger(false, target);
+  }
+
+  /**
+   * Stops reading the sources, drains in-flight records, takes a final checkpoint (a savepoint with
+   * `{ savepoint: { path } }`, Flink's stop-with-savepoint), commits sinks, and ends. Pending windows do not fire:
+   * their state is in the savepoint.
+   */
+  stop(options: { savepoint?: SavepointOptions } = {}): Promise<JobResult> {
     if (!this.ended) {
       this.status = 'stopped';
-      this.execution?.drain();
+      this.stopSavepoint = options.savepoint ? this.savepointTarget(options.savepoint) : undefined;
+      this.execution?.drain(this.stopSavepoint);
     }
     return this.done;
+  }
+
+  private savepointTarget(options: SavepointOptions): SavepointTarget | undefined {
+    const storage = options.storage ?? this.setup.storage;
+    return storage ? { storage, dir: options.path ?? 'savepoints' } : undefined;
   }
 
   /** Ends the job at once; output not yet committed is discarded, completed checkpoints stay. */
@@ -166,7 +199,7 @@ export class RunningJob implements QueryableStateReader {
           if (this.cancelled()) return this.result();
           await execution.start();
           this.queries.attach(execution.queryable);
-          if (this.status === 'stopped') execution.drain();
+          if (this.status === 'stopped') execution.drain(this.stopSavepoint);
           await execution.done;
           return this.result();
         } catch (error) {

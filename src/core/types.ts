@@ -130,9 +130,19 @@ export interface KeyedStatePayload {
 /** One key's value of one state in one namespace, encoded. */
 export type SnapshotEntry = [state: number, key: unknown, value: unknown, namespace?: string];
 
-/** A snapshot whose synchronous part is done: state is frozen, `materialize` produces its payload later. */
+/**
+ * A snapshot whose synchronous part is done: state is frozen, `materialize` or `materializeChunks` (one of them,
+ * once) produces its payload later.
+ */
 export interface KeyedSnapshot {
   materialize(): KeyedStatePayload;
+  /**
+   * The payload in pieces, for state larger than memory: each piece holds whole key groups in ascending order and at
+   * most about `maxEntries` entries; only a key group with more entries than that is spread over consecutive pieces.
+   * Pieces are produced as the iterable is consumed, so the caller holds one at a time; an empty state yields none.
+   * Releases the snapshot once iterated to the end.
+   */
+  materializeChunks(maxEntries: number): Iterable<KeyedStatePayload>;
   /** Releases copy-on-write bookkeeping; called once the payload is produced or the checkpoint aborted. */
   release(): void;
 }

@@ -30,7 +30,7 @@ export function aggregate<T, ACC, R, OUT = R>(
         incremental: { descriptor: aggregatingState('window-contents', fn, { serializer: options.serializer }) },
         fromElements: (elements: T[]) => [fn.getResult(elements.reduce((acc, value) => fn.add(value, acc), fn.createAccumulator()))],
       };
-      return windowOperator<T, OUT>(input, 'aggregate', options.uid, contents, options.process as ProcessWindowFunction<unknown, OUT> | undefined);
+      return windowOperator<T, OUT>(input, 'aggregate', options.uid, contents, options.process as ProcessWindowFunction<unknown, OUT> | undefined, options.parallelism);
     }
     rejectWindowOnly('aggregate', options.process);
     return keyedOperate<T, OUT>(input, 'aggregate', options.uid, (backend, emit) => {
@@ -39,6 +39,6 @@ export function aggregate<T, ACC, R, OUT = R>(
         state.add(value);
         emit(state.get()! as unknown as OUT);
       };
-    });
+    }, { parallelism: options.parallelism });
   };
 }

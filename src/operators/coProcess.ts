@@ -5,7 +5,7 @@ import type { KeySelector, TaskContext } from '../core/graph';
 import type { Key, KeyedStateBackend, StateDescriptor } from '../core/types';
 import { TimerService, type TimeDomain } from '../time/timerService';
 import type { ConnectedFlows } from './connect';
-import { operateMulti, restoredState, type MultiInputHandler } from './operateMulti';
+import { operateMulti, restoredStates, type MultiInputHandler } from './operateMulti';
 import type { Output, ProcessContext, TimerContext, Timers } from './process';
 
 /** Flink's (Keyed)CoProcessFunction: one method per input, sharing keyed state and timers. */
@@ -36,8 +36,7 @@ export function coProcess<A, B, R>(fn: CoProcessFunction<A, B, R>, options: { ui
       uid: options.uid,
       keySelectors,
       setup(task, emit, fail, backend) {
-        const saved = restoredState(task) as { timers?: unknown } | undefined;
-        const { ctx, out, service } = keyedContext<R>(task, emit, fail, backend, saved?.timers, (time) => fn.onTimer?.(time, ctx as TimerContext, out), 'coProcess');
+        const { ctx, out, service } = keyedContext<R>(task, emit, fail, backend, restoredStates(task).map((state) => (state as { timers?: unknown }).timers), (time) => fn.onTimer?.(time, ctx as TimerContext, out), 'coProcess');
         const handler: MultiInputHandler = {
           onRecord(input, value) {
             if (input === 0) fn.onElement1(value as A, ctx, out);
@@ -63,7 +62,8 @@ export function keyedContext<R>(
   emit: (value: R) => void,
   fail: (error: unknown) => void,
   backend: KeyedStateBackend | undefined,
-  savedTimers: unknown,
+  /** Timers saved by every instance of the operator; this instance keeps those of its key groups. */
+  savedTimers: unknown[],
   onTimer: (time: number) => void,
   kind: string,
 ): { ctx: ProcessContext; out: Output<R>; service: TimerService | undefined } {
@@ -83,7 +83,8 @@ export function keyedContext<R>(
         }
       })
     : undefined;
-  if (service && savedTimers !== undefined) service.restore([savedTimers as never], task.maxParallelism, task.keyGroupRange);
+  const timers_ = savedTimers.filter((timers) => timers !== undefined);
+  if (service && timers_.length > 0) service.restore(timers_ as never[], task.maxParallelism, task.keyGroupRange);
   const noKey = (): never => {
     throw new NoKeyedContextError(`operator '${task.uid}': keyed state and timers need keyed inputs; put keyBy before ${kind}`);
   };

@@ -22,6 +22,6 @@ export function fold<T, A>(seed: A, folder: (accumulator: A, value: T) => A, opt
         state.update(next);
         emit(next);
       };
-    });
+    }, { parallelism: options.parallelism });
   };
 }

@@ -3,7 +3,7 @@ import { KeyedFlow, type Flow } from '../core/flow';
 import type { KeySelector } from '../core/graph';
 import { mapState } from '../state/descriptors';
 import { keyedContext } from './coProcess';
-import { operateMulti, restoredState } from './operateMulti';
+import { operateMulti, restoredState, restoredStates } from './operateMulti';
 import type { TimerContext } from './process';
 
 export interface IntervalJoinOptions<A, B, R> {
@@ -39,7 +39,7 @@ export function intervalJoin<A, B, R>(left: Flow<A>, right: Flow<B>, options: In
     setup(task, emit, fail, backend) {
       const record = task.record;
       const saved = restoredState(task) as { timers?: unknown } | undefined;
-      const { ctx, service } = keyedContext<R>(task, emit, fail, backend, saved?.timers, (time) => cleanUp(time, ctx as TimerContext), 'intervalJoin');
+      const { ctx, service } = keyedContext<R>(task, emit, fail, backend, restoredStates(task).map((state) => (state as { timers?: unknown } | null)?.timers), (time) => cleanUp(time, ctx as TimerContext), 'intervalJoin');
       const lefts = backend!.getState(leftBuffer);
       const rights = backend!.getState(rightBuffer);
       const emitPair = (a: A, b: B, timestamp: number) => {

@@ -1,6 +1,8 @@
+import { JobDefinitionError } from '../core/errors';
 import type { Flow } from '../core/flow';
 import type { TaskContext } from '../core/graph';
-import type { Json, KeyedStateBackend } from '../core/types';
+import { keyGroupOf } from '../core/keyGroups';
+import type { Json, Key, KeyedStateBackend } from '../core/types';
 import { checkKey } from '../state/keyCodec';
 import { operate, requireKeyed, type OperatorHandler } from './operate';
 
@@ -10,10 +12,28 @@ export type KeyedHandler<T> = Omit<OperatorHandler<T>, 'onBarrier'> & {
   snapshotOperatorState?(): Json;
 };
 
+export interface KeyedOperatorOptions {
+  timestamped?: boolean;
+  /** Parallel instances, each with its own state backend over its range of key groups (default 1). */
+  parallelism?: number;
+}
+
+/** Checks a `parallelism` option against the job's key groups. */
+export function checkParallelism(kind: string, parallelism: number | undefined): number {
+  const value = parallelism ?? 1;
+  if (!(Number.isInteger(value) && value >= 1)) throw new JobDefinitionError(`${kind}: parallelism must be an integer ≥ 1, got ${value}`);
+  return value;
+}
+
 /**
  * Adds a keyed, stateful operator: for each record it extracts the key once, makes it current in the state
  * backend, then calls `onRecord`; on a barrier it snapshots the backend. Shared by reduce, fold, aggregate, process
  * and windows so that key handling and snapshotting live in one place.
+ *
+ * With `parallelism` p, the operator runs p instances, as Flink's subtasks: instance i owns key groups
+ * `[ceil(i·max/p), floor(((i+1)·max − 1)/p)]`, records are routed by their key's group, and each instance snapshots
+ * its own range, so a job restored at another parallelism hands each instance exactly the state of its range.
+ * Instances share the thread: parallelism models Flink's rescaling, it does not add CPUs.
  */
 export function keyedOperate<T, R>(
   input: Flow<T>,
@@ -25,31 +45,73 @@ export function keyedOperate<T, R>(
     task: TaskContext,
     fail: (error: unknown) => void,
   ) => ((value: T) => void) | KeyedHandler<T>,
-  options: { timestamped?: boolean } = {},
+  options: KeyedOperatorOptions = {},
 ): Flow<R> {
   const selectKey = requireKeyed(input, kind).keySelector;
+  const parallelism = checkParallelism(kind, options.parallelism ?? input.graph.defaultParallelism);
   return operate<T, R>(input, {
     kind,
     uid,
     stateful: true,
+    parallelism,
     timestamped: options.timestamped,
     setup(task, emit, fail) {
-      const backend = task.keyedBackend();
-      const made = setup(backend, emit, task, fail);
-      const handler: KeyedHandler<T> = typeof made === 'function' ? { onRecord: made } : made;
-      const onRecord = handler.onRecord;
+      const instances = Array.from({ length: parallelism }, (_, index) => {
+        const subtask = parallelism === 1 ? task : task.subtask(index);
+        const backend = subtask.keyedBackend();
+        const made = setup(backend, emit, subtask, fail);
+        const handler: KeyedHandler<T> = typeof made === 'function' ? { onRecord: made } : made;
+        return { subtask, backend, handler };
+      });
+      const snapshot = (barrier: Parameters<NonNullable<OperatorHandler<T>['onBarrier']>>[0], forward: () => void) => {
+        instances.forEach(({ subtask, backend, handler }, index) =>
+          subtask.snapshot(
+            barrier,
+            () => ({ keyed: backend.snapshot(), operator: handler.snapshotOperatorState?.() }),
+            // One barrier goes on, after the last instance captured its state.
+            index === instances.length - 1 ? forward : () => undefined,
+          ),
+        );
+      };
+      if (parallelism === 1) {
+        const { backend, handler } = instances[0]!;
+        const onRecord = handler.onRecord;
+        return {
+          ...handler,
+          onRecord(value) {
+            const key = selectKey(value);
+            // Strings are the common case; anything else is checked (objects would compare by identity).
+            if (typeof key !== 'string') checkKey(key, task.uid);
+            backend.setCurrentKey(key);
+            onRecord(value);
+          },
+          onBarrier: snapshot,
+        };
+      }
+      // The instance of each key, computed once per distinct key: hashing costs about as much as a keyed sum.
+      const route = new Map<Key, number>();
+      const maxParallelism = task.maxParallelism;
       return {
-        ...handler,
         onRecord(value) {
           const key = selectKey(value);
-          // Strings are the common case; anything else is checked (objects would compare by identity).
-          if (typeof key !== 'string') checkKey(key, task.uid);
-          backend.setCurrentKey(key);
-          onRecord(value);
+          let index = route.get(key);
+          if (index === undefined) {
+            if (typeof key !== 'string') checkKey(key, task.uid);
+            index = Math.floor((keyGroupOf(key, maxParallelism) * parallelism) / maxParallelism);
+            route.set(key, index);
+          }
+          const instance = instances[index]!;
+          instance.backend.setCurrentKey(key);
+          instance.handler.onRecord(value);
         },
-        onBarrier(barrier, forward) {
-          task.snapshot(barrier, () => ({ keyed: backend.snapshot(), operator: handler.snapshotOperatorState?.() }), forward);
+        onBarrier: snapshot,
+        onWatermark(watermark, forward) {
+          for (const { handler } of instances) handler.onWatermark?.(watermark, () => undefined);
+          forward();
         },
+        onSideOutput: (element) => instances.forEach(({ handler }) => handler.onSideOutput?.(element)),
+        onComplete: () => instances.forEach(({ handler }) => handler.onComplete?.()),
+        dispose: () => instances.forEach(({ handler }) => handler.dispose?.()),
       };
     },
   });

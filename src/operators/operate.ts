@@ -24,6 +24,8 @@ export interface OperatorSpec<T, R> {
   stateful?: boolean;
   /** Whether the output carries timestamps; the input's by default. */
   timestamped?: boolean;
+  /** Parallel instances of a keyed operator (each acknowledges checkpoints on its own). */
+  parallelism?: number;
   /**
    * Called once per attempt when the operator is subscribed; `emit` sends a record downstream, `fail` fails the
    * attempt from callbacks that run outside record processing (timers).
@@ -42,6 +44,7 @@ export function operate<T, R>(input: Flow<T>, spec: OperatorSpec<T, R>): Flow<R>
     uid: spec.uid,
     role: 'operator',
     stateful: spec.stateful ?? false,
+    parallelism: spec.parallelism,
     inputs: [input.node],
     build: (task, [upstream]) =>
       new Observable<StreamElement<unknown>>((subscriber) => {

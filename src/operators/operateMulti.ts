@@ -147,3 +147,8 @@ export function operateMulti<R>(inputs: Flow<unknown>[], spec: MultiInputSpec<R>
 export function restoredState(task: TaskContext): Json | undefined {
   return (task.restoredOperatorState as { state?: Json } | undefined)?.state ?? undefined;
 }
+
+/** The operator state every instance of a multi-input operator saved (timers are taken by key group from all). */
+export function restoredStates(task: TaskContext): Json[] {
+  return task.restoredOperatorStates.map((saved) => (saved as { state?: Json }).state ?? null);
+}

@@ -69,16 +69,23 @@ export interface ProcessFunction<T, R> {
  *   },
  * }, { uid: 'milestones' }))
  */
-export function process<T, R>(fn: ProcessWindowFunction<T, R>, options?: { uid?: string }): (input: WindowedFlow<T>) => Flow<R>;
-export function process<T, R>(fn: ProcessFunction<T, R>, options?: { uid?: string }): (input: Flow<T>) => Flow<R>;
-export function process<T, R>(fn: ProcessFunction<T, R> | ProcessWindowFunction<T, R>, options: { uid?: string } = {}): (input: Flow<T>) => Flow<R> {
+/** Options of `process`. */
+export interface ProcessOptions {
+  uid?: string;
+  /** Parallel instances on a keyed flow, each owning a range of key groups (the job's `parallelism` by default). */
+  parallelism?: number;
+}
+
+export function process<T, R>(fn: ProcessWindowFunction<T, R>, options?: ProcessOptions): (input: WindowedFlow<T>) => Flow<R>;
+export function process<T, R>(fn: ProcessFunction<T, R>, options?: ProcessOptions): (input: Flow<T>) => Flow<R>;
+export function process<T, R>(fn: ProcessFunction<T, R> | ProcessWindowFunction<T, R>, options: ProcessOptions = {}): (input: Flow<T>) => Flow<R> {
   return (input) => {
     if (input instanceof WindowedFlow) {
       if (!('process' in fn)) throw new TypeError('process() after window(…) takes a ProcessWindowFunction: { process(key, ctx, elements, out) }');
-      return windowOperator<T, R>(input, 'process', options.uid, { name: 'process', fromElements: (elements) => elements }, fn as ProcessWindowFunction<unknown, R>);
+      return windowOperator<T, R>(input, 'process', options.uid, { name: 'process', fromElements: (elements) => elements }, fn as ProcessWindowFunction<unknown, R>, options.parallelism);
     }
     const processFunction = fn as ProcessFunction<T, R>;
-    if (input instanceof KeyedFlow) return keyedProcess(input, processFunction, options.uid);
+    if (input instanceof KeyedFlow) return keyedProcess(input, processFunction, options.uid, options.parallelism);
     return operate<T, R>(input, {
       kind: 'process',
       uid: options.uid,
@@ -101,10 +108,10 @@ export function process<T, R>(fn: ProcessFunction<T, R> | ProcessWindowFunction<
   };
 }
 
-function keyedProcess<T, R>(input: KeyedFlow<T>, fn: ProcessFunction<T, R>, uid: string | undefined): Flow<R> {
+function keyedProcess<T, R>(input: KeyedFlow<T>, fn: ProcessFunction<T, R>, uid: string | undefined, parallelism: number | undefined): Flow<R> {
   return keyedOperate<T, R>(input, 'process', uid, (backend, emit, task, fail) => {
-    const saved = task.restoredOperatorState as { timers?: unknown } | undefined;
-    const { ctx, out, service } = keyedContext<R>(task, emit, fail, backend, saved?.timers, (time) => fn.onTimer?.(time, ctx as TimerContext, out), 'process');
+    const saved = task.restoredOperatorStates.map((state) => (state as { timers?: unknown }).timers);
+    const { ctx, out, service } = keyedContext<R>(task, emit, fail, backend, saved, (time) => fn.onTimer?.(time, ctx as TimerContext, out), 'process');
     return {
       onRecord: (value) => fn.onElement(value, ctx, out),
       onWatermark(watermark: Watermark, forward: () => void) {
@@ -114,7 +121,7 @@ function keyedProcess<T, R>(input: KeyedFlow<T>, fn: ProcessFunction<T, R>, uid:
       snapshotOperatorState: () => ({ timers: service!.snapshot() }),
       dispose: () => service!.dispose(),
     };
-  });
+  }, { parallelism });
 }
 
 /** One context per operator instance, reused for every record (no allocation per record). */

@@ -11,6 +11,8 @@ export interface StatefulOperatorOptions<S> {
   uid?: string;
   /** How the operator's state is written in snapshots (`autoSerializer()` by default). */
   serializer?: Serializer<S>;
+  /** Parallel instances, each owning a range of key groups (the job's `parallelism` by default). */
+  parallelism?: number;
 }
 
 /** Options of window functions: a ProcessWindowFunction that receives the pre-aggregated result with its window. */
@@ -35,7 +37,7 @@ export function reduce<T, R = T>(
         incremental: { descriptor: reducingState('window-contents', reducer, { serializer: options.serializer }) },
         fromElements: (elements: T[]) => [elements.reduce(reducer)],
       };
-      return windowOperator<T, R>(input, 'reduce', options.uid, contents, options.process as ProcessWindowFunction<unknown, R> | undefined);
+      return windowOperator<T, R>(input, 'reduce', options.uid, contents, options.process as ProcessWindowFunction<unknown, R> | undefined, options.parallelism);
     }
     rejectWindowOnly('reduce', options.process);
     return keyedOperate<T, R>(input, 'reduce', options.uid, (backend, emit) => {
@@ -46,6 +48,6 @@ export function reduce<T, R = T>(
         state.update(next);
         emit(next as unknown as R);
       };
-    });
+    }, { parallelism: options.parallelism });
   };
 }

@@ -29,6 +29,7 @@ export function windowOperator<T, R>(
   uid: string | undefined,
   contents: WindowContents<T>,
   userFunction: ProcessWindowFunction<unknown, R> | undefined,
+  parallelism?: number,
 ): Flow<R> {
   const { assigner, trigger, allowedLateness } = input.window;
   const evictToLast = assigner.evictToLast;
@@ -51,8 +52,9 @@ export function windowOperator<T, R>(
         fail(error);
       }
     });
-    const saved = task.restoredOperatorState as { timers?: unknown } | undefined;
-    if (saved?.timers !== undefined) timers.restore([saved.timers as never], task.maxParallelism, task.keyGroupRange);
+    // Timers of every instance that saved some: this one keeps those of its key groups (rescaling).
+    const saved = task.restoredOperatorStates.flatMap((state) => ((state as { timers?: never }).timers === undefined ? [] : [(state as { timers: never }).timers]));
+    if (saved.length > 0) timers.restore(saved, task.maxParallelism, task.keyGroupRange);
 
     let currentKey: Key = '';
     let currentWindow: Window = timeWindow(0, 1);
@@ -204,7 +206,7 @@ export function windowOperator<T, R>(
       snapshotOperatorState: () => ({ timers: timers.snapshot() }),
       dispose: () => timers.dispose(),
     };
-  }, { timestamped: true });
+  }, { timestamped: true, parallelism });
   return flow;
 }
 

@@ -4,12 +4,15 @@ import type { Key } from '../../core/types';
 /**
  * LMDB keys of the LMDB state backend, order-preserving and self-delimiting so that related rows are contiguous:
  *
- *     [key group: u16 BE][state id: u16 BE][user key][map key, for map state only]
+ *     [key group: u16 BE][state id: u16 BE][user key][namespace][map key, for map state only]
  *
- * A snapshot or rescale of one key group reads one range, a state's rows for one user key (a map) form one range,
- * and bytewise order follows value order within a type: numbers by value, strings by UTF-8 bytes, bigints by value.
+ * A snapshot or rescale of one key group reads one range, a state's rows for one user key form one range (every
+ * window of the key, the void namespace first), a map in one namespace forms one range, and bytewise order follows
+ * value order within a type: numbers by value, strings by UTF-8 bytes, bigints by value.
  */
 
+/** The void namespace (state not scoped to a window): one byte, sorting before every window. */
+const VOID_NAMESPACE = 0x00;
 const NUMBER = 0x10;
 const BIGINT_NEGATIVE = 0x20;
 const BIGINT_POSITIVE = 0x21;
@@ -40,6 +43,13 @@ export class KeyWriter {
 
   add(value: unknown): this {
     this.end = writeKeyPart(this.buffer, this.end, value);
+    return this;
+  }
+
+  /** Appends a namespace: one byte for the void one (the common case), a string part for a window. */
+  addNamespace(namespace: string): this {
+    if (namespace === '') this.buffer[this.end++] = VOID_NAMESPACE;
+    else this.end = writeKeyPart(this.buffer, this.end, namespace);
     return this;
   }
 
@@ -154,6 +164,13 @@ export function readKeyPart(bytes: Uint8Array, at: number): { value: Key; next: 
     default:
       throw new InvalidKeyError(`the LMDB state backend found a key part with unknown tag ${String(tag)}; its working directory is not one it wrote`);
   }
+}
+
+/** The namespace read back from `bytes` at `at` (written by `addNamespace`), and where the next part starts. */
+export function readNamespace(bytes: Uint8Array, at: number): { value: string; next: number } {
+  if (bytes[at] === VOID_NAMESPACE) return { value: '', next: at + 1 };
+  const { value, next } = readKeyPart(bytes, at);
+  return { value: value as string, next };
 }
 
 function unescapeZeros(raw: Buffer): string {

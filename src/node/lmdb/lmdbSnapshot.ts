@@ -1,6 +1,7 @@
-import type { KeyedSnapshot, KeyedStatePayload, StateMeta } from '../../core/types';
+import type { KeyedSnapshot, KeyedStatePayload, SnapshotEntry, StateMeta } from '../../core/types';
 import { encodeKey } from '../../state/keyCodec';
-import { PREFIX_BYTES, keyGroupOfRow, readKeyPart, stateIdOfRow } from './keyEncoding';
+import { SnapshotChunker, wholePayload } from '../../state/snapshotChunker';
+import { PREFIX_BYTES, keyGroupOfRow, readKeyPart, readNamespace, stateIdOfRow } from './keyEncoding';
 import type { MapRows } from './mapRows';
 import type { StateDatabase } from './rowStore';
 
@@ -17,58 +18,67 @@ type Transaction = ReturnType<StateDatabase['useReadTransaction']>;
 /**
  * A snapshot of an LMDB keyed backend: an LMDB read transaction, taken after the write buffers were flushed. LMDB
  * is copy-on-write (MVCC), so the transaction keeps seeing the database as it was while processing goes on writing,
- * and taking it costs O(1). `materialize` reads it in key order, which is key-group order, so each key group is one
- * contiguous range; rows are already serializer-encoded and go into the payload without being decoded.
+ * and taking it costs O(1). It is read in key order, which is key-group order, so each key group is one contiguous
+ * range and chunks come out as the range scan goes; rows are already serializer-encoded and go into the payload
+ * without being decoded (map state excepted: its per-entry rows become one Map per user key and namespace).
  */
 export function lmdbSnapshot(db: StateDatabase, states: SnapshotState[], onRelease: () => void): KeyedSnapshot {
   let transaction: Transaction | undefined = db.useReadTransaction();
+  const metas = states.map((state) => state.meta);
   const release = () => {
     if (transaction === undefined) return;
     transaction.done();
     transaction = undefined;
     onRelease();
   };
-  return {
-    release,
-    materialize: (): KeyedStatePayload => {
-      if (transaction === undefined) throw new Error('the LMDB snapshot was already released or its backend disposed; take another snapshot');
-      const byId = new Map(states.map((state, index) => [state.id, { ...state, index }]));
-      const keyGroups: KeyedStatePayload['keyGroups'] = [];
-      let group: [number, unknown, unknown][] = [];
-      let groupId = -1;
-      // A map under construction: its rows are contiguous, so it is complete when a row with another prefix comes.
-      let map: { prefix: string; index: number; key: unknown; rows: MapRows<unknown, unknown>; entries: Map<unknown, unknown> } | undefined;
-      const endMap = () => {
-        if (map !== undefined) group.push([map.index, map.key, map.rows.serializer.encode(map.entries)]);
-        map = undefined;
-      };
+  function* chunks(maxEntries: number): Generator<KeyedStatePayload> {
+    if (transaction === undefined) throw new Error('the LMDB snapshot was already released or its backend disposed; take another snapshot');
+    const byId = new Map(states.map((state, index) => [state.id, { ...state, index }]));
+    const chunker = new SnapshotChunker(metas, maxEntries);
+    // A map under construction: its rows are contiguous, so it is complete when a row with another prefix comes.
+    let map: { prefix: string; keyGroup: number; entry: SnapshotEntry; rows: MapRows<unknown, unknown>; entries: Map<unknown, unknown> } | undefined;
+    const endMap = () => {
+      if (map === undefined) return undefined;
+      const { keyGroup, entry, rows, entries } = map;
+      map = undefined;
+      entry[2] = rows.serializer.encode(entries);
+      return chunker.add(keyGroup, entry);
+    };
+    try {
       for (const { key: row, value } of db.getRange({ transaction })) {
         const state = byId.get(stateIdOfRow(row));
         if (state === undefined) continue;
         const keyGroup = keyGroupOfRow(row);
-        if (keyGroup !== groupId) {
-          endMap();
-          if (group.length > 0) keyGroups.push([groupId, group]);
-          group = [];
-          groupId = keyGroup;
-        }
         const { value: userKey, next } = readKeyPart(row, PREFIX_BYTES);
+        const { value: namespace, next: afterNamespace } = readNamespace(row, next);
         if (state.mapRows === undefined) {
-          group.push([state.index, encodeKey(userKey), value]);
+          const closedMap = endMap();
+          if (closedMap) yield closedMap;
+          const closed = chunker.add(keyGroup, namespace === '' ? [state.index, encodeKey(userKey), value] : [state.index, encodeKey(userKey), value, namespace]);
+          if (closed) yield closed;
           continue;
         }
-        const prefix = row.toString('latin1', 0, next);
+        const prefix = row.toString('latin1', 0, afterNamespace);
         if (map?.prefix !== prefix) {
-          endMap();
-          map = { prefix, index: state.index, key: encodeKey(userKey), rows: state.mapRows, entries: new Map() };
+          const closed = endMap();
+          if (closed) yield closed;
+          const entry: SnapshotEntry = namespace === '' ? [state.index, encodeKey(userKey), null] : [state.index, encodeKey(userKey), null, namespace];
+          map = { prefix, keyGroup, entry, rows: state.mapRows, entries: new Map() };
         }
         const [mapKey, mapValue] = state.mapRows.entryOf(value);
         map.entries.set(mapKey, mapValue);
       }
-      endMap();
-      if (group.length > 0) keyGroups.push([groupId, group]);
+      const closed = endMap();
+      if (closed) yield closed;
+      const last = chunker.finish();
+      if (last) yield last;
+    } finally {
       release();
-      return { states: states.map((state) => state.meta), keyGroups };
-    },
+    }
+  }
+  return {
+    release,
+    materialize: () => wholePayload(metas, chunks(Infinity)),
+    materializeChunks: chunks,
   };
 }

@@ -15,8 +15,9 @@ import type {
 } from '../../core/types';
 import { copyValue } from '../../state/copyValue';
 import { decodeKey } from '../../state/keyCodec';
+import { mergeStateValues } from '../../state/mergeStateValues';
 import { checkRestoredMeta, checkSameRegistration, metaOf, requireKey, undeclaredState } from '../../state/stateChecks';
-import { KeyWriter, PREFIX_BYTES, readKeyPart } from './keyEncoding';
+import { KeyWriter, PREFIX_BYTES, readKeyPart, readNamespace } from './keyEncoding';
 import { lmdbSnapshot, type SnapshotState } from './lmdbSnapshot';
 import { LmdbAggregatingState, LmdbListState, LmdbMapState, LmdbReducingState, LmdbValueState } from './lmdbStates';
 import { MapRows } from './mapRows';
@@ -78,6 +79,7 @@ class LmdbKeyedStateBackend implements KeyedStateBackend, RowStore {
   readonly db: StateDatabase;
   readonly keys = new KeyWriter();
   private key: Key | undefined;
+  namespace = '';
   private groupKey: Key | undefined;
   private group = 0;
   private readonly slots = new Map<string, Slot>();
@@ -119,20 +121,31 @@ class LmdbKeyedStateBackend implements KeyedStateBackend, RowStore {
     return this.key;
   }
 
-  // Namespaced (window) state is not stored by this backend yet: it fails loudly instead of mixing windows' state.
   setCurrentNamespace(namespace: string): void {
-    if (namespace !== '') throw this.noNamespaces();
+    this.namespace = namespace;
   }
 
-  mergeNamespaces(): void {
-    throw this.noNamespaces();
-  }
-
-  private noNamespaces(): Error {
-    return new Error(
-      `operator '${this.uid}': the LMDB state backend does not hold window-scoped (namespaced) state yet; ` +
-        'run windowed operators on heapStateBackend()',
-    );
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any stored type
+  mergeNamespaces(descriptor: StateDescriptor<unknown, any>, target: string, sources: readonly string[]): void {
+    const { rows } = this.register(descriptor);
+    const key = this.currentKey(descriptor.name);
+    if (rows instanceof MapRows) {
+      // Entries of later sources win, as with the heap backend's Map merge.
+      for (const source of sources) {
+        for (const [mapKey, value] of rows.entries(key, source)) rows.put(key, mapKey, value, target);
+        rows.clear(key, source);
+      }
+      return;
+    }
+    const values = rows!;
+    let merged = values.get(key, target);
+    for (const source of sources) {
+      const value = values.get(key, source);
+      if (value === undefined) continue;
+      merged = merged === undefined ? value : mergeStateValues(descriptor, merged, value);
+      values.delete(key, source);
+    }
+    if (merged !== undefined) values.set(key, merged, target);
   }
 
   currentKey(stateName: string): Key {
@@ -221,10 +234,11 @@ class LmdbKeyedStateBackend implements KeyedStateBackend, RowStore {
             db.put(row, rows.serializer.encode(decoded));
             continue;
           }
-          const userKey = readKeyPart(row, PREFIX_BYTES).value;
+          const { value: userKey, next } = readKeyPart(row, PREFIX_BYTES);
+          const namespace = readNamespace(row, next).value;
           db.remove(row);
           for (const [mapKey, mapValue] of decoded as Map<unknown, unknown>) {
-            db.put(keys.begin(keyGroup, slot.id).add(userKey).add(mapKey).key(), rows.encodeEntry(mapKey, mapValue));
+            db.put(keys.begin(keyGroup, slot.id).add(userKey).addNamespace(namespace).add(mapKey).key(), rows.encodeEntry(mapKey, mapValue));
           }
         }
       }
@@ -256,11 +270,10 @@ class LmdbKeyedStateBackend implements KeyedStateBackend, RowStore {
       const slots = payload.states.map((meta) => this.restoredSlot(meta));
       for (const [keyGroup, entries] of payload.keyGroups) {
         if (keyGroup < this.range.start || keyGroup > this.range.end) continue;
-        for (const [index, key, value, namespace] of entries) {
-          if (namespace !== undefined && namespace !== '') throw this.noNamespaces();
+        for (const [index, key, value, namespace = ''] of entries) {
           const slot = slots[index];
           if (slot === undefined) throw undeclaredState(this.uid, index);
-          const row = Buffer.from(this.keys.begin(keyGroup, slot.id).add(decodeKey(key)).key());
+          const row = Buffer.from(this.keys.begin(keyGroup, slot.id).add(decodeKey(key)).addNamespace(namespace).key());
           batch.push(() => this.db.put(row, value));
           if (batch.length >= RESTORE_BATCH) write();
         }
@@ -285,7 +298,6 @@ class LmdbKeyedStateBackend implements KeyedStateBackend, RowStore {
 
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any stored type
   *keysOf(descriptor: StateDescriptor<unknown, any>, namespace = ''): Iterable<Key> {
-    if (namespace !== '') throw this.noNamespaces();
     const { id } = this.register(descriptor);
     this.flush();
     // One key group at a time, so that no read transaction stays open while the caller yields to processing.
@@ -295,8 +307,9 @@ class LmdbKeyedStateBackend implements KeyedStateBackend, RowStore {
       const rows = Array.from(this.db.getKeys({ start: Buffer.from(writer.key()), end: writer.rangeEnd() }), (row) => Buffer.from(row));
       let last: Key | undefined;
       for (const row of rows) {
-        const key = readKeyPart(row, PREFIX_BYTES).value;
-        // Map state has one row per map entry: a user key's rows are contiguous.
+        const { value: key, next } = readKeyPart(row, PREFIX_BYTES);
+        if (readNamespace(row, next).value !== namespace) continue;
+        // Map state has one row per map entry: a user key's rows in one namespace are contiguous.
         if (key !== last) yield key;
         last = key;
       }
@@ -304,14 +317,13 @@ class LmdbKeyedStateBackend implements KeyedStateBackend, RowStore {
   }
 
   peek<STORED>(descriptor: StateDescriptor<unknown, STORED>, key: Key, namespace = ''): STORED | undefined {
-    if (namespace !== '') throw this.noNamespaces();
     this.checkOpen();
     const { rows } = this.register(descriptor as StateDescriptor<unknown>);
     if (rows instanceof MapRows) {
-      const entries = rows.entries(key);
+      const entries = rows.entries(key, namespace);
       return entries.length === 0 ? undefined : (new Map(entries) as STORED);
     }
-    const value = rows!.get(key);
+    const value = rows!.get(key, namespace);
     // A value still in the write buffer is the live object that later records mutate: the caller gets a copy.
     return value === undefined ? undefined : (copyValue(value) as STORED);
   }
@@ -340,3 +352,4 @@ class LmdbKeyedStateBackend implements KeyedStateBackend, RowStore {
     if (this.disposed) throw new Error(`operator '${this.uid}': the LMDB state backend was disposed`);
   }
 }
+

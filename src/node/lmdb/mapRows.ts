@@ -2,8 +2,8 @@ import type { Key, Serializer } from '../../core/types';
 import type { RowStore } from './rowStore';
 
 /**
- * One map state's rows: one LMDB row per map entry, keyed `[key group][state id][user key][map key]`, so a get or
- * put touches one entry and a map is one contiguous range (as in Flink's RocksDB MapState). Rows are written
+ * One map state's rows: one LMDB row per map entry, keyed `[key group][state id][user key][namespace][map key]`, so a
+ * get or put touches one entry and a map is one contiguous range (as in Flink's RocksDB MapState). Rows are written
  * straight to LMDB (one small transaction each); map state is not on the keyed-reduce hot path. Each row holds the
  * descriptor's serializer applied to a one-entry Map, which works for any Map serializer; a snapshot merges them.
  */
@@ -14,14 +14,14 @@ export class MapRows<K, V> {
     readonly serializer: Serializer<Map<K, V>>,
   ) {}
 
-  private row(userKey: Key, mapKey: K): Buffer {
+  private row(userKey: Key, mapKey: K, namespace = this.store.namespace): Buffer {
     const { store } = this;
-    return store.keys.begin(store.keyGroup(userKey), this.id).add(userKey).add(mapKey).key();
+    return store.keys.begin(store.keyGroup(userKey), this.id).add(userKey).addNamespace(namespace).add(mapKey).key();
   }
 
-  private range(userKey: Key): { start: Buffer; end: Buffer } {
+  private range(userKey: Key, namespace = this.store.namespace): { start: Buffer; end: Buffer } {
     const { store } = this;
-    const writer = store.keys.begin(store.keyGroup(userKey), this.id).add(userKey);
+    const writer = store.keys.begin(store.keyGroup(userKey), this.id).add(userKey).addNamespace(namespace);
     return { start: Buffer.from(writer.key()), end: writer.rangeEnd() };
   }
 
@@ -44,8 +44,8 @@ export class MapRows<K, V> {
     return this.store.db.doesExist(this.row(userKey, mapKey));
   }
 
-  put(userKey: Key, mapKey: K, value: V): void {
-    this.store.db.putSync(this.row(userKey, mapKey), this.encodeEntry(mapKey, value));
+  put(userKey: Key, mapKey: K, value: V, namespace = this.store.namespace): void {
+    this.store.db.putSync(this.row(userKey, mapKey, namespace), this.encodeEntry(mapKey, value));
   }
 
   remove(userKey: Key, mapKey: K): void {
@@ -53,9 +53,9 @@ export class MapRows<K, V> {
   }
 
   /** Entries in map-key order (numbers by value, strings by UTF-8 bytes), like RocksDB's MapState. */
-  entries(userKey: Key): [K, V][] {
+  entries(userKey: Key, namespace = this.store.namespace): [K, V][] {
     const entries: [K, V][] = [];
-    for (const { value } of this.store.db.getRange(this.range(userKey))) entries.push(this.entryOf(value));
+    for (const { value } of this.store.db.getRange(this.range(userKey, namespace))) entries.push(this.entryOf(value));
     return entries;
   }
 
@@ -64,9 +64,9 @@ export class MapRows<K, V> {
     return true;
   }
 
-  clear(userKey: Key): void {
+  clear(userKey: Key, namespace = this.store.namespace): void {
     const { db } = this.store;
-    const rows = Array.from(db.getKeys(this.range(userKey)), (row) => Buffer.from(row));
+    const rows = Array.from(db.getKeys(this.range(userKey, namespace)), (row) => Buffer.from(row));
     if (rows.length > 0) db.transactionSync(() => rows.forEach((row) => db.remove(row)));
   }
 }

@@ -9,6 +9,8 @@ export type StateDatabase = Database<unknown, Buffer>;
 export interface RowStore {
   readonly db: StateDatabase;
   readonly keys: KeyWriter;
+  /** The current namespace (`''`: not scoped to a window). */
+  readonly namespace: string;
   /** The current key, or `NoKeyedContextError` naming the state. */
   currentKey(stateName: string): Key;
   /** The key's key group; computed once per current key, not once per access. */

@@ -4,18 +4,22 @@ import type { RowStore } from './rowStore';
 /** Marks, in the write buffer, a key whose row is to be deleted. */
 const REMOVED = Symbol('removed');
 
+type Buffered<V> = Map<Key, V | typeof REMOVED>;
+
 /**
- * One state's rows that hold a single value per key (value, list, reducing and aggregating state), behind a
- * write-back buffer: writes go to a `Map` of decoded values and reach LMDB in batches (`flush`, one write
+ * One state's rows that hold a single value per key and namespace (value, list, reducing and aggregating state),
+ * behind a write-back buffer: writes go to a `Map` of decoded values and reach LMDB in batches (`flush`, one write
  * transaction), so the processing path pays neither a transaction nor serialization per record, and reads see
- * their own writes. The previous batch is kept as a read cache until the next flush, which catches hot keys.
- * The buffer is also exactly "what changed since the last flush": the hook for incremental checkpoints.
+ * their own writes. The void namespace's previous batch is kept as a read cache until the next flush, which catches
+ * hot keys; a window's buffer is dropped once flushed, since windows come and go.
  */
 export class ValueRows<V> {
-  /** Writes not yet in LMDB: the newest value of each key, or REMOVED. */
-  private dirty = new Map<Key, V | typeof REMOVED>();
-  /** The batch flushed last: already in LMDB, kept to answer reads of recently written keys. */
-  private recent = new Map<Key, V | typeof REMOVED>();
+  /** Writes of the void namespace not yet in LMDB: the newest value of each key, or REMOVED. */
+  private dirty: Buffered<V> = new Map();
+  /** The void namespace's batch flushed last: already in LMDB, kept to answer reads of recently written keys. */
+  private recent: Buffered<V> = new Map();
+  /** Writes to windows (namespaces other than the void one) not yet in LMDB, by namespace. */
+  private windows = new Map<string, Buffered<V>>();
 
   constructor(
     private readonly store: RowStore,
@@ -23,41 +27,57 @@ export class ValueRows<V> {
     readonly serializer: Serializer<V>,
   ) {}
 
-  get(key: Key): V | undefined {
-    let value = this.dirty.get(key);
-    if (value === undefined) value = this.recent.get(key);
+  get(key: Key, namespace = this.store.namespace): V | undefined {
+    let value = namespace === '' ? (this.dirty.get(key) ?? this.recent.get(key)) : this.windows.get(namespace)?.get(key);
     if (value !== undefined) return value === REMOVED ? undefined : value;
     const { store } = this;
-    const stored = store.db.get(store.keys.begin(store.keyGroup(key), this.id).add(key).key());
+    const stored = store.db.get(store.keys.begin(store.keyGroup(key), this.id).add(key).addNamespace(namespace).key());
     return stored === undefined ? undefined : this.serializer.decode(stored, this.serializer.version);
   }
 
-  set(key: Key, value: V): void {
-    this.dirty.set(key, value);
+  set(key: Key, value: V, namespace = this.store.namespace): void {
+    this.buffer(namespace).set(key, value);
     this.store.wrote();
   }
 
-  delete(key: Key): void {
-    this.dirty.set(key, REMOVED);
+  delete(key: Key, namespace = this.store.namespace): void {
+    this.buffer(namespace).set(key, REMOVED);
     this.store.wrote();
+  }
+
+  private buffer(namespace: string): Buffered<V> {
+    if (namespace === '') return this.dirty;
+    let buffer = this.windows.get(namespace);
+    if (buffer === undefined) this.windows.set(namespace, (buffer = new Map()));
+    return buffer;
   }
 
   /** Writes the buffered rows; call inside a write transaction (`transactionSync`). */
   flush(keyGroupOf: (key: Key) => number): void {
-    if (this.dirty.size === 0) return;
+    if (this.dirty.size > 0) {
+      this.write(this.dirty, '', keyGroupOf);
+      this.recent = this.dirty;
+      this.dirty = new Map();
+    }
+    if (this.windows.size > 0) {
+      for (const [namespace, buffer] of this.windows) this.write(buffer, namespace, keyGroupOf);
+      this.windows = new Map();
+    }
+  }
+
+  private write(buffer: Buffered<V>, namespace: string, keyGroupOf: (key: Key) => number): void {
     const { db, keys } = this.store;
-    for (const [key, value] of this.dirty) {
-      const row = keys.begin(keyGroupOf(key), this.id).add(key).key();
+    for (const [key, value] of buffer) {
+      const row = keys.begin(keyGroupOf(key), this.id).add(key).addNamespace(namespace).key();
       if (value === REMOVED) db.remove(row);
       else db.put(row, this.serializer.encode(value));
     }
-    this.recent = this.dirty;
-    this.dirty = new Map();
   }
 
   /** Forgets the buffers, e.g. after the rows were rewritten underneath them. */
   reset(): void {
     this.dirty.clear();
     this.recent.clear();
+    this.windows.clear();
   }
 }

@@ -12,6 +12,7 @@ import type {
 } from '../../core/types';
 import { copyValue } from '../copyValue';
 import { decodeKey, encodeKey } from '../keyCodec';
+import { mergeStateValues } from '../mergeStateValues';
 import { checkRestoredMeta, checkSameRegistration, metaOf, requireKey, undeclaredState } from '../stateChecks';
 import {
   HeapAggregatingState,
@@ -141,7 +142,7 @@ class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
       const table = family.read(source);
       const value = table.get(key);
       if (value === undefined) continue;
-      merged = merged === undefined ? value : combine(descriptor, merged, value);
+      merged = merged === undefined ? value : mergeStateValues(descriptor, merged, value);
       table.delete(key);
       family.release(source, table);
     }
@@ -234,21 +235,5 @@ class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
     this.families.clear();
     this.states.clear();
     this.pending.clear();
-  }
-}
-
-/** Merges two values of one state for merging windows, by the state's kind. */
-function combine(descriptor: StateDescriptor<unknown>, a: unknown, b: unknown): unknown {
-  switch (descriptor.kind) {
-    case 'list':
-      return [...(a as unknown[]), ...(b as unknown[])];
-    case 'map':
-      return new Map([...(a as Map<unknown, unknown>), ...(b as Map<unknown, unknown>)]);
-    case 'reducing':
-      return descriptor.reduce!(a, b);
-    case 'aggregating':
-      return descriptor.aggregate!.merge(a, b);
-    case 'value':
-      return b;
   }
 }
