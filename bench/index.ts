@@ -1,4 +1,5 @@
 import { fileURLToPath } from 'node:url';
+import { alignment } from './alignment';
 import { checkpointing } from './checkpointing';
 import { keyedReduce } from './keyedReduce';
 import { largeState } from './largeState';
@@ -14,6 +15,7 @@ const groups: Record<string, () => Promise<Result[]>> = {
   checkpointing,
   snapshot,
   'large-state': largeState,
+  alignment,
 };
 
 const requested = process.argv.slice(2).filter((arg) => arg !== '--');

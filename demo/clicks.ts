@@ -10,6 +10,8 @@ import { createJob, fold, keyBy, map, type CheckpointStats } from 'weir';
 import { fromFile, fsCheckpointStorage, toFile } from 'weir/node';
 
 interface Click {
+  /** 1, 2, 3 … in file order. */
+  id: number;
   user: string;
   page: string;
   /** Time spent on the page, in ms. */
@@ -49,15 +51,37 @@ async function generateClicks(path: string): Promise<void> {
     const user = `user-${String(Math.floor(2000 * next() ** 3)).padStart(4, '0')}`;
     const page = PAGES[Math.floor(next() * PAGES.length)]!;
     ts += Math.floor(next() * 50);
-    lines.push(JSON.stringify({ user, page, ms: 200 + Math.floor(next() * 30_000), ts } satisfies Click));
+    lines.push(JSON.stringify({ id: i + 1, user, page, ms: 200 + Math.floor(next() * 30_000), ts } satisfies Click));
   }
   await writeFile(path, `${lines.join('\n')}\n`);
+}
+
+/**
+ * Stands in for real enrichment work (a geo-IP or user-agent lookup, a few µs per click), so that the job runs for
+ * a second or two and the 200 ms checkpoints have something to show.
+ */
+function lookUpPage(page: string): string {
+  let hash = 0;
+  for (let i = 0; i < 2500; i++) hash = (Math.imul(hash, 31) + page.charCodeAt(i % page.length)) | 0;
+  return hash === 0 ? page.toLowerCase() : page;
+}
+
+/** A plain text table: numbers right-aligned, text left-aligned. */
+function printTable(rows: readonly Record<string, string | number>[]): void {
+  const columns = Object.keys(rows[0] ?? {});
+  const cell = (value: string | number | undefined) => (typeof value === 'number' ? value.toLocaleString('en') : (value ?? ''));
+  const widths = columns.map((column) => Math.max(column.length, ...rows.map((row) => cell(row[column]).length)));
+  const line = (cells: string[], numeric: boolean[]) =>
+    `  ${cells.map((text, i) => (numeric[i] ? text.padStart(widths[i]!) : text.padEnd(widths[i]!))).join('  ')}`.trimEnd();
+  const numeric = columns.map((column) => typeof rows[0]?.[column] === 'number');
+  console.log(line(columns, numeric));
+  console.log(line(widths.map((width) => '─'.repeat(width)), numeric));
+  for (const row of rows) console.log(line(columns.map((column) => cell(row[column])), numeric));
 }
 
 const kb = (bytes: number) => `${(bytes / 1024).toFixed(1)} KB`;
 
 async function main(): Promise<void> {
-  const started = performance.now();
   await rm(DIR, { recursive: true, force: true });
   await mkdir(DIR, { recursive: true });
   await generateClicks(`${DIR}/clicks.jsonl`);
@@ -70,17 +94,22 @@ async function main(): Promise<void> {
     chunkSize: 256,
   });
 
-  // The bug: one bad click makes the enrichment step throw. The flag keeps it to the first attempt, as a transient
-  // failure would (a lost connection, an out-of-memory kill); after the restart the same click goes through.
-  let seen = 0;
+  // The bug: one click makes the enrichment step throw. The flag keeps it to the first attempt, as a transient
+  // failure would (a lost connection, a timeout); after the restart the same click goes through.
   let crashed = false;
+  let resumed = false;
   const enrich = (click: Click): Click => {
-    if (!crashed && ++seen === CRASH_AT) {
+    if (!crashed && click.id === CRASH_AT) {
       crashed = true;
       console.log(`💥 Click #${CRASH_AT.toLocaleString('en')}: the enrichment step throws; the job restarts from its last checkpoint`);
       throw new Error(`simulated failure at click ${CRASH_AT}`);
     }
-    return click;
+    if (crashed && !resumed) {
+      resumed = true;
+      const replayed = CRASH_AT - click.id;
+      console.log(`↻ Restored: the source resumes at click #${click.id.toLocaleString('en')}, so ${replayed.toLocaleString('en')} clicks are processed a second time`);
+    }
+    return { ...click, page: lookUpPage(click.page) };
   };
 
   job
@@ -94,6 +123,7 @@ async function main(): Promise<void> {
       toFile(`${DIR}/per-user.jsonl`, { uid: 'per-user-out' }),
     );
 
+  const started = performance.now();
   const running = job.start({ restore: 'latest' });
   const result = await running.done;
   const elapsed = performance.now() - started;
@@ -115,28 +145,32 @@ async function main(): Promise<void> {
       `(${clicks === EVENTS ? 'each click exactly once' : `expected ${EVENTS.toLocaleString('en')}!`})`,
   );
 
-  console.log('\nTop users (from the committed output):');
+  console.log('\nTop users, read back from the committed output:\n');
   const top = Array.from(totals.values())
     .sort((a, b) => b.clicks - a.clicks || a.user.localeCompare(b.user))
     .slice(0, 5);
-  console.table(
-    top.map((row) => ({ user: row.user, clicks: row.clicks, 'time on site': `${(row.ms / 3_600_000).toFixed(1)} h`, 'avg per click': `${(row.ms / row.clicks / 1000).toFixed(1)} s` })),
+  printTable(
+    top.map((row) => ({
+      user: row.user,
+      clicks: row.clicks,
+      'time on site': `${(row.ms / 3_600_000).toFixed(1)} h`,
+      'per click': `${(row.ms / row.clicks / 1000).toFixed(1)} s`,
+    })),
   );
 
-  console.log('Checkpoints:');
-  console.table(
+  console.log('\nCheckpoints (fs storage, every 200 ms, retain: 3):\n');
+  printTable(
     result.checkpoints.map((checkpoint: CheckpointStats) => ({
       id: checkpoint.id,
       'duration ms': Math.round(checkpoint.durationMs),
-      size: kb(checkpoint.bytes),
       bytes: checkpoint.bytes,
-      final: checkpoint.final ? 'yes' : '',
-      'on disk': existsSync(checkpoint.path) ? 'kept' : 'deleted (retain: 3)',
+      size: kb(checkpoint.bytes),
+      kind: checkpoint.final ? 'final' : 'periodic',
+      'on disk': existsSync(checkpoint.path) ? checkpoint.path : 'deleted (older than the 3 retained)',
     })),
   );
-  console.log(`Checkpoints are in ${resolve(DIR, 'checkpoints', job.name)}`);
-  for (const checkpoint of result.checkpoints.filter((c) => existsSync(c.path))) console.log(`  ${checkpoint.path}`);
-  console.log(`Output: ${resolve(DIR, 'per-user.jsonl')}`);
+  console.log(`\nCheckpoint directory: ${resolve(DIR, 'checkpoints', job.name)}`);
+  console.log(`Output:               ${resolve(DIR, 'per-user.jsonl')}`);
 }
 
 main().catch((error: unknown) => {

@@ -1,7 +1,7 @@
 import { Subject, type Observable, type Subscription } from 'rxjs';
 import { CheckpointBarrier } from '../core/elements';
 import { CheckpointAbortedError, CheckpointFailuresExceededError, StateSizeExceededError } from '../core/errors';
-import type { CheckpointStorage, KeyGroupRange, Scheduler } from '../core/types';
+import type { CheckpointStorage, Json, KeyGroupRange, KeyedSnapshot, Scheduler } from '../core/types';
 import { yieldToEventLoop } from '../core/yieldToEventLoop';
 import type { CheckpointStats, OperatorCheckpointStats } from './checkpointStats';
 import { encodeFile } from './fileFormat';
@@ -37,6 +37,16 @@ export interface CheckpointParticipants {
   fail(error: unknown): void;
 }
 
+/**
+ * A new savepoint's directory: `savepoint-<job>-<id>-<random>` in `dir`. Checkpoint ids start over in every run that
+ * is not restored from a checkpoint, so the random part (as in Flink's savepoint names) keeps a savepoint from being
+ * written over the one the run was restored from.
+ */
+function savepointDir(dir: string, job: string, id: number): string {
+  const random = Array.from(crypto.getRandomValues(new Uint8Array(4)), (byte) => byte.toString(16).padStart(2, '0')).join('');
+  return `${dir.replace(/\/+$/, '')}/savepoint-${job}-${id}-${random}`;
+}
+
 export function taskId(uid: string, subtask: number): string {
   return `${uid}#${subtask}`;
 }
@@ -56,6 +66,17 @@ export interface CoordinatorOptions {
   maxConcurrent: number;
   /** Consecutive failed checkpoints tolerated before the job fails. */
   tolerableFailures: number;
+  /** Entries per keyed state file (see `KeyedSnapshot.materializeChunks`); 65 536 by default. */
+  chunkEntries?: number;
+}
+
+/** Entries per keyed state file: big state is written as several files of about this many entries. */
+const CHUNK_ENTRIES = 65_536;
+
+/** What a task captured at a barrier: its keyed snapshot (released here once persisted) and its operator state. */
+export interface TaskState {
+  keyed?: KeyedSnapshot;
+  operator?: Json | Promise<Json>;
 }
 
 /** What a task reports with its state, for the checkpoint's stats. */
@@ -110,6 +131,7 @@ export class CheckpointCoordinator {
   /** A metadata write still in flight after its checkpoint was aborted; a restore waits for it. */
   private settling: Promise<void> = Promise.resolve();
   private consecutiveFailures = 0;
+  private finalTriggered = false;
   private lastEndedAt = Number.NEGATIVE_INFINITY;
 
   constructor(private readonly options: CoordinatorOptions) {}
@@ -138,6 +160,20 @@ export class CheckpointCoordinator {
 
   attach(participants: CheckpointParticipants): void {
     this.participants = participants;
+    this.finalTriggered = false;
+  }
+
+  /** The id the next checkpoint gets, which only ever grows. */
+  get nextCheckpointId(): number {
+    return this.nextId;
+  }
+
+  /**
+   * Makes the next checkpoint's id `id` (ids only grow: a smaller one is ignored). The test harness uses it so that
+   * `pushBarrier(5)` starts checkpoint 5, numbered as the test says, as Flink's harness takes the id it is given.
+   */
+  skipToId(id: number): void {
+    this.nextId = Math.max(this.nextId, id);
   }
 
   /** The attempt ended: abort what is in flight; its partial files are removed. */
@@ -150,6 +186,8 @@ export class CheckpointCoordinator {
   mayTriggerPeriodic(): boolean {
     return (
       this.participants !== undefined &&
+      // After the final checkpoint nothing follows but the end of input: no barrier could reach a task.
+      !this.finalTriggered &&
       this.pending.size < this.options.maxConcurrent &&
       this.options.scheduler.now() - this.lastEndedAt >= this.options.minPause
     );
@@ -170,6 +208,8 @@ export class CheckpointCoordinator {
     }
     const participants = this.participants;
     if (!participants) throw new CheckpointAbortedError(`job '${this.options.job}' is not running; no checkpoint was taken`);
+    if (this.finalTriggered) throw new CheckpointAbortedError(`job '${this.options.job}' is finishing: its final checkpoint was taken`);
+    if (final) this.finalTriggered = true;
     const { scheduler, timeout, job } = this.options;
     const id = this.nextId++;
     let resolve!: (stats: CheckpointStats) => void;
@@ -178,7 +218,7 @@ export class CheckpointCoordinator {
     const now = scheduler.now();
     const pending: PendingCheckpoint = {
       id,
-      dir: savepoint ? `${savepoint.dir.replace(/\/+$/, '')}/savepoint-${job}-${id}` : checkpointDir(job, id),
+      dir: savepoint ? savepointDir(savepoint.dir, job, id) : checkpointDir(job, id),
       storage: savepoint?.storage ?? this.options.storage,
       barrier: new CheckpointBarrier(id, now, final, savepoint ? 'savepoint' : 'checkpoint'),
       startedAt: now,
@@ -202,49 +242,92 @@ export class CheckpointCoordinator {
   }
 
   /**
-   * A task captured its state for checkpoint `id`: persist it off the processing path, then acknowledge. `produce`
-   * runs on a later macrotask, so the barrier has travelled on before the state is materialised and encoded.
+   * A task captured its state for checkpoint `id`: persist it off the processing path, then acknowledge. The state
+   * is materialised on a later macrotask, so the barrier has travelled on first, and keyed state is written in
+   * chunks of whole key groups (one file each, yielding to the event loop between them), so neither the payload nor
+   * its encoding is ever whole in memory.
    */
-  persist(
-    id: number,
-    task: { uid: string; subtask: number; range: KeyGroupRange | undefined },
-    produce: () => Promise<OperatorStatePayload>,
-    release: (() => void) | undefined,
-    taskStats: TaskSnapshotStats,
-  ): void {
+  persist(id: number, task: { uid: string; subtask: number; range: KeyGroupRange | undefined }, state: TaskState, taskStats: TaskSnapshotStats): void {
     const pending = this.pending.get(id);
+    const release = () => state.keyed?.release();
     if (!pending || pending.aborted) {
-      release?.();
+      release();
       return;
     }
     const { storage } = pending;
     const { uid, subtask, range } = task;
     const startedAt = performance.now();
+    const files: StateFileEntry[] = [];
+    let total = 0;
+    /** Writes one state file; false when the checkpoint was aborted meanwhile. */
+    const write = async (file: string, keyGroups: [number, number] | null, payload: OperatorStatePayload): Promise<boolean> => {
+      const bytes = encodeFile('state', payload);
+      total += bytes.length;
+      if (storage.maxStateSize !== undefined && total > storage.maxStateSize) {
+        throw new StateSizeExceededError(
+          `operator '${uid}': its snapshot for checkpoint ${id} is over ${total} bytes, past the ${storage.maxStateSize}-byte limit of ` +
+            `${storage.location} checkpoint storage; use a file system storage or raise maxStateSize`,
+        );
+      }
+      if (pending.aborted) return false;
+      await storage.write(`${pending.dir}/${file}`, bytes);
+      files.push({ file, subtask, keyGroups, bytes: bytes.length });
+      return !pending.aborted;
+    };
     yieldToEventLoop()
       .then(async () => {
         if (pending.aborted) return;
-        const bytes = encodeFile('state', await produce());
-        if (storage.maxStateSize !== undefined && bytes.length > storage.maxStateSize) {
-          throw new StateSizeExceededError(
-            `operator '${uid}': its snapshot for checkpoint ${id} is ${bytes.length} bytes, over the ${storage.maxStateSize}-byte limit of ` +
-              `${storage.location} checkpoint storage; use a file system storage or raise maxStateSize`,
-          );
+        const operator = (await state.operator) ?? undefined;
+        let written: boolean;
+        if (state.keyed === undefined || range === undefined) written = await write(stateFileName(uid, subtask, undefined), null, { uid, operator });
+        else written = await this.writeChunks(state.keyed, { uid, subtask, range }, operator, write);
+        // Aborted (a timeout, say) while a write was in flight: abort already removed the directory, and this
+        // write brought it back; remove it again, or a partial checkpoint stays until the next restore's cleanup.
+        if (!written) {
+          if (pending.aborted && !pending.committing) await storage.remove(pending.dir);
+          return;
         }
-        const file = stateFileName(uid, subtask, range);
-        if (pending.aborted) return;
-        await storage.write(`${pending.dir}/${file}`, bytes);
-        pending.stats.push({ uid, subtask, ...taskStats, asyncMs: performance.now() - startedAt, bytes: bytes.length });
-        this.acknowledge(pending, taskId(uid, subtask), { file, subtask, keyGroups: range ? [range.start, range.end] : null, bytes: bytes.length });
+        pending.stats.push({ uid, subtask, ...taskStats, asyncMs: performance.now() - startedAt, bytes: total });
+        this.acknowledge(pending, taskId(uid, subtask), files);
       })
       .catch((error: unknown) => this.failed(pending, error, 'failed'))
-      .finally(() => release?.());
+      .finally(release);
   }
 
-  private acknowledge(pending: PendingCheckpoint, task: string, file: StateFileEntry): void {
+  /**
+   * Writes keyed state chunk by chunk: one chunk is named after the task's key-group range as before
+   * (`<uid>.<subtask>.kg-<start>-<end>`), several after their own range and position (`….kg-<first>-<last>.<n>`).
+   * One chunk is read ahead to tell the two apart. Operator state goes into the first file.
+   */
+  private async writeChunks(
+    keyed: KeyedSnapshot,
+    task: { uid: string; subtask: number; range: KeyGroupRange },
+    operator: Json | undefined,
+    write: (file: string, keyGroups: [number, number] | null, payload: OperatorStatePayload) => Promise<boolean>,
+  ): Promise<boolean> {
+    const { uid, subtask, range } = task;
+    const chunks = keyed.materializeChunks(this.options.chunkEntries ?? CHUNK_ENTRIES)[Symbol.iterator]();
+    let next = chunks.next();
+    if (next.done) return write(stateFileName(uid, subtask, range), [range.start, range.end], { uid, keyed: { states: [], keyGroups: [] }, operator });
+    for (let index = 0; !next.done; index++) {
+      const chunk = next.value;
+      next = chunks.next();
+      const single = index === 0 && next.done;
+      const first = chunk.keyGroups[0]![0];
+      const last = chunk.keyGroups[chunk.keyGroups.length - 1]![0];
+      const file = single ? stateFileName(uid, subtask, range) : `${stateFileName(uid, subtask, { start: first, end: last })}.${index}`;
+      const keyGroups: [number, number] = single ? [range.start, range.end] : [first, last];
+      if (!(await write(file, keyGroups, { uid, keyed: chunk, operator: index === 0 ? operator : undefined }))) return false;
+      await yieldToEventLoop();
+    }
+    return true;
+  }
+
+  private acknowledge(pending: PendingCheckpoint, task: string, files: StateFileEntry[]): void {
     if (pending.aborted || !pending.waiting.delete(task)) return;
     const { uid, role } = pending.participants.tasks.get(task)!;
     const operator = pending.operators.get(uid) ?? { role, files: [] };
-    operator.files.push(file);
+    operator.files.push(...files);
     pending.operators.set(uid, operator);
     if (pending.waiting.size === 0) this.complete(pending).catch((error: unknown) => this.failed(pending, error, 'failed'));
   }
