@@ -1,9 +1,8 @@
-import { existsSync } from 'node:fs';
 import { builtinModules } from 'node:module';
-import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { playwright } from '@vitest/browser-playwright';
 import { configDefaults, defineConfig, type TestProjectInlineConfiguration } from 'vitest/config';
+import { CHROMIUM_ADVICE, CHROMIUM_ARGS, findChromium } from './test/findChromium';
 
 const src = (path: string) => fileURLToPath(new URL(`./src/${path}`, import.meta.url));
 
@@ -17,17 +16,6 @@ const browserTests = [
   'test/storage/memoryCheckpointStorage.test.ts',
   'test/core/operators.test.ts',
 ];
-
-/** Debian's Chromium (`apt-get install chromium`), found on PATH; playwright's own browser downloads are not used. */
-function findChromium(): string | undefined {
-  for (const dir of (process.env.PATH ?? '').split(delimiter)) {
-    for (const name of ['chromium', 'chromium-browser']) {
-      const path = join(dir, name);
-      if (dir !== '' && existsSync(path)) return path;
-    }
-  }
-  return undefined;
-}
 
 function browserProject(): TestProjectInlineConfiguration[] {
   const chromium = findChromium();
@@ -48,8 +36,7 @@ function browserProject(): TestProjectInlineConfiguration[] {
             provider: playwright({
               launchOptions: {
                 executablePath: chromium,
-                // As root (CI) Chromium needs --no-sandbox; the rest keeps it off the network, which is closed here.
-                args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+                args: CHROMIUM_ARGS,
               },
             }),
           },
@@ -57,14 +44,14 @@ function browserProject(): TestProjectInlineConfiguration[] {
       },
     ];
   }
-  const advice = 'Install it with `sudo apt-get install -y chromium` (Debian/Ubuntu), or put a chromium binary on PATH.';
+  const advice = CHROMIUM_ADVICE;
   if (process.env.CI === 'true') throw new Error(`Chromium was not found on PATH, and CI must run the browser tests. ${advice}`);
   const bar = '!'.repeat(100);
   console.warn(`\n${bar}\n!! Chromium not found on PATH: the BROWSER tests are SKIPPED, only the Node project runs.\n!! ${advice}\n${bar}\n`);
   return [];
 }
 
-// One config for the library build (three entry points, dependencies left external) and for the tests, which
+// One config for the library build (entry points, dependencies left external) and for the tests, which
 // import 'weir', 'weir/node' and 'weir/browser' exactly as users do, resolved to the sources.
 export default defineConfig({
   resolve: {
@@ -72,11 +59,12 @@ export default defineConfig({
       { find: /^weir$/, replacement: src('index.ts') },
       { find: /^weir\/node$/, replacement: src('node/index.ts') },
       { find: /^weir\/browser$/, replacement: src('browser/index.ts') },
+      { find: /^weir\/testing$/, replacement: src('testing/index.ts') },
     ],
   },
   build: {
     lib: {
-      entry: { index: src('index.ts'), node: src('node/index.ts'), browser: src('browser/index.ts'), cli: src('node/cli/run.ts') },
+      entry: { index: src('index.ts'), node: src('node/index.ts'), browser: src('browser/index.ts'), testing: src('testing/index.ts'), cli: src('node/cli/run.ts') },
       formats: ['es'],
     },
     rollupOptions: {

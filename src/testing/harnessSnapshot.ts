@@ -1,0 +1,34 @@
+import type { CheckpointStats } from '../checkpoint/checkpointStats';
+import { loadCheckpoint, type LoadedCheckpoint } from '../checkpoint/loadCheckpoint';
+import { checkpointDir } from '../checkpoint/layout';
+import type { CheckpointStorage } from '../core/types';
+
+/**
+ * A completed checkpoint of a harness, as bytes: the very files the checkpoint coordinator wrote (`_metadata` and one
+ * state file per operator instance, in weir's file format with checksums). Restoring it decodes those bytes, so a
+ * test exercises the same path as a job restoring from a checkpoint.
+ */
+export interface HarnessSnapshot {
+  readonly id: number;
+  /** Processing time at which the checkpoint started; a harness restored from it starts its clock there. */
+  readonly timestamp: number;
+  /** The checkpoint's files by name. */
+  readonly files: ReadonlyMap<string, Uint8Array>;
+  /** Durations, sizes and per-operator alignment stats (`heldRecords`) of the checkpoint. */
+  readonly stats: CheckpointStats;
+}
+
+/** Reads every file of checkpoint `id` of `job` out of `storage`. */
+export async function readSnapshot(storage: CheckpointStorage, job: string, stats: CheckpointStats): Promise<HarnessSnapshot> {
+  const dir = checkpointDir(job, stats.id);
+  const files = new Map<string, Uint8Array>();
+  for (const name of await storage.list(dir)) files.set(name, await storage.read(`${dir}/${name}`));
+  return { id: stats.id, timestamp: stats.timestamp, files, stats };
+}
+
+/** Writes a snapshot's files into `storage` as checkpoint `id` of `job`, and loads it back, checksums checked. */
+export async function writeAndLoadSnapshot(storage: CheckpointStorage, job: string, snapshot: HarnessSnapshot): Promise<LoadedCheckpoint> {
+  const dir = checkpointDir(job, snapshot.id);
+  for (const [name, bytes] of snapshot.files) await storage.write(`${dir}/${name}`, bytes);
+  return loadCheckpoint(storage, dir, job);
+}
