@@ -4,6 +4,7 @@ import { checkpointing } from './checkpointing';
 import { keyedReduce } from './keyedReduce';
 import { largeState } from './largeState';
 import { printTable, writeResults, type Result } from './report';
+import { savepoint } from './savepoint';
 import { snapshot } from './snapshot';
 
 /**
@@ -16,6 +17,7 @@ const groups: Record<string, () => Promise<Result[]>> = {
   snapshot,
   'large-state': largeState,
   alignment,
+  savepoint,
 };
 
 const requested = process.argv.slice(2).filter((arg) => arg !== '--');

@@ -1,5 +1,5 @@
 import { CheckpointCorruptedError, CheckpointNotFoundError, ForeignCheckpointError } from '../core/errors';
-import type { CheckpointStorage } from '../core/types';
+import type { CheckpointStorage, Json, KeyGroupRange, KeyedStatePayload } from '../core/types';
 import { decodeFile } from './fileFormat';
 import { METADATA_FILE, checkpointDir, checkpointIdOf, type CheckpointMetadata, type OperatorStatePayload } from './layout';
 
@@ -7,9 +7,25 @@ import { METADATA_FILE, checkpointDir, checkpointIdOf, type CheckpointMetadata, 
 export interface LoadedCheckpoint {
   path: string;
   metadata: CheckpointMetadata;
-  /** Every state file's payload, by operator uid. */
-  states: Map<string, OperatorStatePayload[]>;
+  /** What each operator saved, by operator uid. */
+  states: Map<string, RestoredOperator>;
 }
+
+/**
+ * One operator's saved state. Operator (non-keyed) state is small and held in memory; keyed state can be larger
+ * than memory, so files past a budget are checked at load, dropped, and read again one at a time by `keyed`.
+ */
+export interface RestoredOperator {
+  /** The operator state of every file, in file order (undefined for a file without). */
+  readonly operators: (Json | undefined)[];
+  /** Whether any file holds keyed state. */
+  readonly hasKeyed: boolean;
+  /** The keyed payloads of the files whose key groups meet `range` (all by default), one file at a time. */
+  keyed(range?: KeyGroupRange): AsyncIterable<KeyedStatePayload>;
+}
+
+/** Decoded state files kept in memory from load to restore, in file bytes per checkpoint; the rest is read again. */
+const KEEP_LOADED_BYTES = 16 * 1024 * 1024;
 
 /** Reads and checks the checkpoint in directory `dir`, which must belong to job `job`. */
 export async function loadCheckpoint(storage: CheckpointStorage, dir: string, job: string): Promise<LoadedCheckpoint> {
@@ -29,18 +45,40 @@ export async function loadCheckpoint(storage: CheckpointStorage, dir: string, jo
       `${where(METADATA_FILE)} belongs to job '${metadata.job}', not '${job}'; restore it with a job named '${metadata.job}' or pick this job's checkpoint`,
     );
   }
-  const states = new Map<string, OperatorStatePayload[]>();
-  for (const operator of metadata.operators) {
-    const payloads: OperatorStatePayload[] = [];
-    for (const entry of operator.files) {
-      const bytes = await storage.read(`${dir}/${entry.file}`);
-      const payload = decodeFile('state', bytes, where(entry.file)) as OperatorStatePayload;
-      if (payload === null || typeof payload !== 'object' || payload.uid !== operator.uid) {
-        throw new CheckpointCorruptedError(`${where(entry.file)}: holds state of '${String(payload?.uid)}', expected '${operator.uid}'`);
-      }
-      payloads.push(payload);
+  const readPayload = async (uid: string, file: string): Promise<{ payload: OperatorStatePayload; bytes: number }> => {
+    const bytes = await storage.read(`${dir}/${file}`);
+    const payload = decodeFile('state', bytes, where(file)) as OperatorStatePayload;
+    if (payload === null || typeof payload !== 'object' || payload.uid !== uid) {
+      throw new CheckpointCorruptedError(`${where(file)}: holds state of '${String(payload?.uid)}', expected '${uid}'`);
     }
-    states.set(operator.uid, payloads);
+    return { payload, bytes: bytes.length };
+  };
+  let kept = 0;
+  const states = new Map<string, RestoredOperator>();
+  for (const operator of metadata.operators) {
+    const { uid, files } = operator;
+    // Every file is read and checked now, so that a damaged checkpoint is found before restoring (and `latest` can
+    // fall back); big keyed payloads are not kept but read again when restored.
+    const keyed: (KeyedStatePayload | undefined)[] = [];
+    const operators: (Json | undefined)[] = [];
+    for (const entry of files) {
+      const { payload, bytes } = await readPayload(uid, entry.file);
+      operators.push(payload.operator);
+      const keep = payload.keyed !== undefined && (kept += bytes) <= KEEP_LOADED_BYTES;
+      keyed.push(keep ? payload.keyed : undefined);
+    }
+    states.set(uid, {
+      operators,
+      hasKeyed: files.some((entry) => entry.keyGroups !== null),
+      async *keyed(range) {
+        for (const [index, entry] of files.entries()) {
+          const groups = entry.keyGroups;
+          if (groups === null || (range && (groups[1] < range.start || groups[0] > range.end))) continue;
+          const payload = keyed[index] ?? (await readPayload(uid, entry.file)).payload.keyed;
+          if (payload) yield payload;
+        }
+      },
+    });
   }
   return { path: dir, metadata, states };
 }

@@ -2,7 +2,6 @@ import { Observable, share, type Subscription } from 'rxjs';
 import type { CheckpointMode } from '../checkpoint/barrierAligner';
 import { taskId, type CheckpointCoordinator, type CheckpointTask, type SavepointTarget } from '../checkpoint/coordinator';
 import type { LoadedCheckpoint } from '../checkpoint/loadCheckpoint';
-import type { OperatorStatePayload } from '../checkpoint/layout';
 import { QueryableStateRegistry } from '../query/queryableStateRegistry';
 import { CheckpointBarrier, ControlElement, type RecordTimestamp, type StreamElement } from './elements';
 import { NonReplayableSourceError } from './errors';
@@ -10,7 +9,7 @@ import { keyGroupRangeFor } from './keyGroups';
 import type { GraphNode, TaskContext } from './graph';
 import type { JobGraph } from './jobGraph';
 import { SourceRunner } from './sourceRunner';
-import type { Json, KeyedStateBackend, Scheduler, SinkWriter, StateBackend } from './types';
+import type { Json, KeyGroupRange, KeyedStateBackend, Scheduler, SinkWriter, StateBackend } from './types';
 
 export interface ExecutionOptions {
   graph: JobGraph;
@@ -39,6 +38,8 @@ export class Execution {
   private readonly runners: SourceRunner<unknown>[] = [];
   private readonly writers: SinkWriter<unknown>[] = [];
   private readonly backends: KeyedStateBackend[] = [];
+  /** Keyed backends restored before the nodes are built, by task id. */
+  private readonly restoredBackends = new Map<string, KeyedStateBackend>();
   private readonly subscriptions: Subscription[] = [];
   /** The event timestamp slot shared by every operator of this attempt. */
   private readonly record: RecordTimestamp = { current: undefined };
@@ -60,6 +61,10 @@ export class Execution {
 
   async start(): Promise<void> {
     const { graph, coordinator } = this.options;
+    await this.restoreKeyedState().catch((error: unknown) => {
+      this.fail(error);
+      throw error;
+    });
     const consumers = graph.consumers();
     const outputs = new Map<GraphNode, Observable<StreamElement<unknown>>>();
     const sinks: Observable<StreamElement<unknown>>[] = [];
@@ -186,8 +191,8 @@ export class Execution {
   }
 
   private taskContext(node: GraphNode, index = 0): TaskContext {
-    const { coordinator, restored, stateBackend, maxParallelism, scheduler, graph } = this.options;
-    const saved: OperatorStatePayload[] = restored?.states.get(node.uid) ?? [];
+    const { coordinator, restored, maxParallelism, scheduler, graph } = this.options;
+    const saved = restored?.states.get(node.uid);
     const parallelism = node.parallelism ?? 1;
     const range = keyGroupRangeFor(index, parallelism, maxParallelism);
     let backend: KeyedStateBackend | undefined;
@@ -195,7 +200,7 @@ export class Execution {
       subtaskIndex: index,
       parallelism,
       subtask: (i) => this.taskContext(node, i),
-      restoredOperatorStates: saved.flatMap((payload) => (payload.operator === undefined ? [] : [payload.operator])),
+      restoredOperatorStates: saved?.operators.filter((operator): operator is Json => operator !== undefined) ?? [],
       uid: node.uid,
       job: graph.jobName,
       scheduler,
@@ -205,20 +210,8 @@ export class Execution {
       beforeSources: (callback) => this.startCallbacks.push(callback),
       maxParallelism,
       keyGroupRange: range,
-      restoredOperatorState: saved[0]?.operator,
-      keyedBackend: () => {
-        if (backend) return backend;
-        backend = stateBackend.createKeyedBackend({
-          uid: node.uid,
-          maxParallelism,
-          keyGroupRange: range,
-          onStateRegistered: (descriptor) => this.queryable.register(node.uid, descriptor, backend!),
-        });
-        backend.restore(saved.flatMap((payload) => (payload.keyed ? [payload.keyed] : [])));
-        this.backends.push(backend);
-        this.queryable.addBackend(node.uid, backend);
-        return backend;
-      },
+      restoredOperatorState: saved?.operators[0],
+      keyedBackend: () => (backend ??= this.restoredBackends.get(taskId(node.uid, index)) ?? this.createKeyedBackend(node.uid, range)),
       snapshot: (barrier, capture, forward, alignment) => {
         const started = performance.now();
         const { keyed, operator } = capture();
@@ -227,12 +220,45 @@ export class Execution {
         coordinator?.persist(
           barrier.id,
           { uid: node.uid, subtask: index, range: keyed ? range : undefined },
-          async () => ({ uid: node.uid, keyed: keyed?.materialize(), operator: (await operator) ?? undefined }),
-          keyed ? () => keyed.release() : undefined,
+          { keyed, operator },
           { syncMs, alignmentMs: alignment?.alignmentMs ?? 0, heldRecords: alignment?.heldRecords ?? 0 },
         );
       },
     };
+  }
+
+  /** A subtask's keyed backend, registered for queries and disposed with the attempt. */
+  private createKeyedBackend(uid: string, range: KeyGroupRange): KeyedStateBackend {
+    const { stateBackend, maxParallelism } = this.options;
+    const backend: KeyedStateBackend = stateBackend.createKeyedBackend({
+      uid,
+      maxParallelism,
+      keyGroupRange: range,
+      onStateRegistered: (descriptor) => this.queryable.register(uid, descriptor, backend),
+    });
+    this.backends.push(backend);
+    this.queryable.addBackend(uid, backend);
+    return backend;
+  }
+
+  /**
+   * Creates and restores the keyed backend of every subtask that has keyed state in the checkpoint, before any node
+   * is built (an operator may read its state as it is set up). Files are read one at a time and each payload handed
+   * to the backends as it comes, so keyed state larger than memory is never loaded whole.
+   */
+  private async restoreKeyedState(): Promise<void> {
+    const { restored, graph, maxParallelism } = this.options;
+    for (const node of graph.nodes) {
+      const saved = restored?.states.get(node.uid);
+      if (!saved?.hasKeyed) continue;
+      const parallelism = node.parallelism ?? 1;
+      const backends = Array.from({ length: parallelism }, (_, index) => {
+        const backend = this.createKeyedBackend(node.uid, keyGroupRangeFor(index, parallelism, maxParallelism));
+        this.restoredBackends.set(taskId(node.uid, index), backend);
+        return backend;
+      });
+      for await (const payload of saved.keyed()) for (const backend of backends) backend.restore([payload]);
+    }
   }
 
   private succeed(): void {

@@ -13,6 +13,9 @@ import { restartStrategy, type RestartStrategyOptions } from './restartStrategy'
 import { RunningJob } from './runningJob';
 import type { CheckpointStorage, Scheduler, Source, StateBackend } from './types';
 
+/** Flink's default checkpoint timeout: 10 minutes. */
+const DEFAULT_CHECKPOINT_TIMEOUT = 600_000;
+
 export interface CheckpointOptions {
   /** Where snapshots go; `memoryCheckpointStorage()` by default. */
   storage?: CheckpointStorage;
@@ -98,8 +101,10 @@ export class Job {
     const invalid = (what: string) => new JobDefinitionError(`job '${options.name}': checkpoints.${what}`);
     if (interval !== undefined && !(interval > 0)) throw invalid(`interval must be > 0 ms, got ${interval}`);
     if (timeout !== undefined && !(timeout > 0)) throw invalid(`timeout must be > 0 ms, got ${timeout}`);
-    if (timeout !== undefined && interval !== undefined && alignedTimeout !== undefined && alignedTimeout >= timeout) {
-      throw invalid(`alignedTimeout (${alignedTimeout} ms) must be shorter than timeout (${timeout} ms), or no checkpoint could go unaligned in time`);
+    // Checked against the default timeout too, and whether or not checkpoints are periodic: a checkpoint taken on
+    // demand times out all the same.
+    if (alignedTimeout !== undefined && alignedTimeout >= (timeout ?? DEFAULT_CHECKPOINT_TIMEOUT)) {
+      throw invalid(`alignedTimeout (${alignedTimeout} ms) must be shorter than timeout (${timeout ?? DEFAULT_CHECKPOINT_TIMEOUT} ms), or no checkpoint could go unaligned in time`);
     }
     if (minPause !== undefined && !(minPause >= 0)) throw invalid(`minPause must be ≥ 0 ms, got ${minPause}`);
     if (maxConcurrent !== undefined && !(Number.isInteger(maxConcurrent) && maxConcurrent >= 1)) throw invalid(`maxConcurrent must be an integer ≥ 1, got ${maxConcurrent}`);
@@ -153,7 +158,7 @@ export class Job {
           scheduler,
           maxParallelism,
           retain,
-          timeout: checkpoints?.timeout ?? 600_000,
+          timeout: checkpoints?.timeout ?? DEFAULT_CHECKPOINT_TIMEOUT,
           minPause: checkpoints?.minPause ?? 0,
           maxConcurrent: checkpoints?.maxConcurrent ?? 1,
           tolerableFailures: checkpoints?.tolerableFailures ?? 0,

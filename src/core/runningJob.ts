@@ -11,7 +11,7 @@ import type { CheckpointStorage, Key, Scheduler } from './types';
 
 /** Where a savepoint goes. */
 export interface SavepointOptions {
-  /** A directory of the storage (default `savepoints`); the savepoint is a `savepoint-<job>-<id>` directory in it. */
+  /** A directory of the storage (default `savepoints`); the savepoint is a new `savepoint-<job>-<id>-<random>` directory in it. */
   path?: string;
   /** The storage to write it to; the job's checkpoint storage by default. */
   storage?: CheckpointStorage;
@@ -59,9 +59,17 @@ export class RunningJob implements QueryableStateReader {
   private cancelRestartDelay: (() => void) | undefined;
   private stopSavepoint: SavepointTarget | undefined;
   private readonly queries: StateQueries;
+  /**
+   * Settles once the first attempt runs (or the job ended before): a checkpoint asked for right after `start()` waits
+   * for it. From then on checkpoints are triggered synchronously, so a barrier goes in exactly where it is asked for.
+   */
+  private readonly started: Promise<void>;
+  private hasStarted = false;
+  private markStarted!: () => void;
 
   constructor(private readonly setup: RunSetup) {
     this.queries = new StateQueries(setup.job, setup.storage);
+    this.started = new Promise<void>((resolve) => (this.markStarted = () => ((this.hasStarted = true), resolve())));
     this.done = this.run();
   }
 
@@ -121,7 +129,7 @@ export class RunningJob implements QueryableStateReader {
     if (!coordinator) {
       return Promise.reject(new JobDefinitionError(`job '${job}' has checkpointing off; pass checkpoints: { storage, interval } to createJob`));
     }
-    return coordinator.trigger();
+    return this.hasStarted ? coordinator.trigger() : this.started.then(() => coordinator.trigger());
   }
 
   /**
@@ -135,7 +143,7 @@ export class RunningJob implements QueryableStateReader {
     if (!coordinator || !target) {
       return Promise.reject(new JobDefinitionError(`job '${job}' has checkpointing off; pass checkpoints: { storage } to createJob to take savepoints`));
     }
-    return coordinator.trigger(false, target);
+    return this.hasStarted ? coordinator.trigger(false, target) : this.started.then(() => coordinator.trigger(false, target));
   }
 
   /**
@@ -198,6 +206,7 @@ export class RunningJob implements QueryableStateReader {
         try {
           if (this.cancelled()) return this.result();
           await execution.start();
+          this.markStarted();
           this.queries.attach(execution.queryable);
           if (this.status === 'stopped') execution.drain(this.stopSavepoint);
           await execution.done;
@@ -216,6 +225,7 @@ export class RunningJob implements QueryableStateReader {
         }
       }
     } finally {
+      this.markStarted();
       this.queries.end();
       this.ended = true;
       stopTimer();

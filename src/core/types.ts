@@ -56,6 +56,13 @@ export interface StateDescriptor<S, STORED = unknown> {
   readonly aggregate?: AggregateFunction<unknown, STORED, unknown>;
   /** Name under which `running.query` and the queryable state server read this state; unique within a job. */
   readonly queryable?: string;
+  /** Version of the stored values' schema (1 when absent), recorded with the state; see `migrate`. */
+  readonly version?: number;
+  /**
+   * Turns a value saved under an older `version` into the current form, when restored state is first used. Applied
+   * to each element of a list state, each value of a map state, and the value (or accumulator) of the other kinds.
+   */
+  readonly migrate?: (value: unknown, fromVersion: number) => unknown;
   /** Phantom field carrying the state object's type; never set. */
   readonly __state?: S;
 }
@@ -111,6 +118,8 @@ export interface StateMeta {
   readonly kind: StateKind;
   readonly serializer: string;
   readonly serializerVersion: number;
+  /** The descriptor's schema `version`; absent for version 1. */
+  readonly version?: number;
 }
 
 /**
