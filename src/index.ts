@@ -33,6 +33,9 @@ export { autoSerializer, jsonSerializer, superjsonSerializer, mapSerializer } fr
 export { heapStateBackend } from './state/heap/heapStateBackend';
 export { memoryCheckpointStorage } from './storage/memoryCheckpointStorage';
 
+export { readSavepoint, SavepointReader, type SavepointOperator, type SavepointState, type KeyedStateReadOptions } from './stateProcessor/readSavepoint';
+export { createSavepoint, deriveSavepoint, SavepointWriter, type CreateSavepointOptions } from './stateProcessor/savepointWriter';
+
 export { assignTimestamps, type WatermarkOptions } from './time/assignTimestamps';
 export type { TimeDomain } from './time/timerService';
 export { window, type WindowOptions } from './windows/window';

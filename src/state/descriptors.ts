@@ -18,6 +18,24 @@ export interface StateOptions<T> {
    * `serveQueryableState`. Unique within a job.
    */
   queryable?: string;
+  /**
+   * Version of the values' schema (default 1). Raise it when the shape of stored values changes, and give `migrate`:
+   * restoring state saved under a newer version than this is a `StateMigrationError`.
+   */
+  version?: number;
+  /**
+   * Turns a value saved under an older `version` into the current shape; called once per restored value when the
+   * state is first used (per element for list state, per map value for map state).
+   * @example valueState<{ cents: number }>('balance', { version: 2, migrate: (old, from) => (from === 1 ? { cents: (old as number) * 100 } : old) as { cents: number } })
+   */
+  migrate?: (value: unknown, fromVersion: number) => T extends (infer E)[] ? E : T extends Map<unknown, infer V> ? V : T;
+}
+
+/** The descriptor fields every state kind takes from its options. */
+function common<T>(options: StateOptions<T>) {
+  const { version, migrate, queryable } = options;
+  if (version !== undefined && !(Number.isInteger(version) && version >= 1)) throw new TypeError(`state version must be an integer ≥ 1, got ${String(version)}`);
+  return { queryable, version, migrate: migrate as ((value: unknown, fromVersion: number) => unknown) | undefined };
 }
 
 /**
@@ -27,7 +45,7 @@ export interface StateOptions<T> {
  * // in a process function: ctx.state(seen).update(ctx.state(seen).value()! + 1)
  */
 export function valueState<T>(name: string, options: StateOptions<T> & { default?: T } = {}): StateDescriptor<ValueState<T>, T> {
-  return { name, kind: 'value', serializer: options.serializer ?? autoSerializer<T>(), defaultValue: options.default, queryable: options.queryable };
+  return { name, kind: 'value', serializer: options.serializer ?? autoSerializer<T>(), defaultValue: options.default, ...common(options) };
 }
 
 /**
@@ -35,7 +53,7 @@ export function valueState<T>(name: string, options: StateOptions<T> & { default
  * @example const recent = listState<string>('recent');
  */
 export function listState<T>(name: string, options: StateOptions<T[]> = {}): StateDescriptor<ListState<T>, T[]> {
-  return { name, kind: 'list', serializer: options.serializer ?? autoSerializer<T[]>(), queryable: options.queryable };
+  return { name, kind: 'list', serializer: options.serializer ?? autoSerializer<T[]>(), ...common(options) };
 }
 
 /**
@@ -43,7 +61,7 @@ export function listState<T>(name: string, options: StateOptions<T[]> = {}): Sta
  * @example const perPage = mapState<string, number>('per-page');
  */
 export function mapState<K, V>(name: string, options: StateOptions<Map<K, V>> = {}): StateDescriptor<MapState<K, V>, Map<K, V>> {
-  return { name, kind: 'map', serializer: options.serializer ?? mapSerializer<K, V>(), queryable: options.queryable };
+  return { name, kind: 'map', serializer: options.serializer ?? mapSerializer<K, V>(), ...common(options) };
 }
 
 /**
@@ -55,7 +73,7 @@ export function reducingState<T>(
   reduce: (a: T, b: T) => T,
   options: StateOptions<T> = {},
 ): StateDescriptor<ReducingState<T>, T> {
-  return { name, kind: 'reducing', serializer: options.serializer ?? autoSerializer<T>(), reduce, queryable: options.queryable };
+  return { name, kind: 'reducing', serializer: options.serializer ?? autoSerializer<T>(), reduce, ...common(options) };
 }
 
 /**
@@ -72,6 +90,6 @@ export function aggregatingState<IN, ACC, OUT>(
     kind: 'aggregating',
     serializer: options.serializer ?? autoSerializer<ACC>(),
     aggregate: aggregate as AggregateFunction<unknown, ACC, unknown>,
-    queryable: options.queryable,
+    ...common(options),
   };
 }

@@ -28,8 +28,9 @@ export function describe(descriptor: StateDescriptor<unknown>): string {
 
 /** What a snapshot records about a state, so that a restore can check it against the descriptor reading it. */
 export function metaOf(descriptor: StateDescriptor<unknown>): StateMeta {
-  const { name, kind, serializer } = descriptor;
-  return { name, kind, serializer: serializer.id, serializerVersion: serializer.version };
+  const { name, kind, serializer, version } = descriptor;
+  const meta: StateMeta = { name, kind, serializer: serializer.id, serializerVersion: serializer.version };
+  return version === undefined || version === 1 ? meta : { ...meta, version };
 }
 
 /** Two descriptors of one name within an operator must agree on kind and serializer. */
@@ -42,7 +43,10 @@ export function checkSameRegistration(uid: string, was: StateDescriptor<unknown>
   }
 }
 
-/** Restored state is read only by a descriptor of the kind and serializer it was saved with. */
+/**
+ * Restored state is read only by a descriptor of the kind and serializer it was saved with, and of the same or a
+ * newer schema version (older values are migrated, see `restoredDecoder`).
+ */
 export function checkRestoredMeta(uid: string, meta: StateMeta, descriptor: StateDescriptor<unknown>): void {
   if (meta.kind !== descriptor.kind || meta.serializer !== descriptor.serializer.id) {
     throw new StateMigrationError(
@@ -50,6 +54,62 @@ export function checkRestoredMeta(uid: string, meta: StateMeta, descriptor: Stat
         `but is now read as ${describe(descriptor)}; keep the old kind and serializer, or use another state name`,
     );
   }
+  const saved = meta.version ?? 1;
+  const current = descriptor.version ?? 1;
+  if (saved > current) {
+    throw new StateMigrationError(
+      `operator '${uid}': state '${descriptor.name}' was saved with version ${saved}, newer than this job's version ${current}; ` +
+        'restore it with the code that wrote it (or newer)',
+    );
+  }
+  if (saved < current && descriptor.migrate === undefined) {
+    throw new StateMigrationError(
+      `operator '${uid}': state '${descriptor.name}' was saved with version ${saved} and is now read as version ${current}, ` +
+        'but the descriptor has no migrate(value, fromVersion); add one to turn old values into the new shape',
+    );
+  }
+}
+
+/** Whether restored values of `meta` must go through the descriptor's `migrate` (checked by `checkRestoredMeta`). */
+export function needsMigration(meta: StateMeta, descriptor: StateDescriptor<unknown>): boolean {
+  return (meta.version ?? 1) < (descriptor.version ?? 1);
+}
+
+/**
+ * Decodes a restored value with the serializer version it was written with and, when it was saved under an older
+ * schema version, migrates it (each element of a list, each value of a map) with the descriptor's `migrate`.
+ */
+export function restoredDecoder(meta: StateMeta, descriptor: StateDescriptor<unknown>): (encoded: unknown) => unknown {
+  const { serializer, migrate, kind } = descriptor;
+  const decode = (encoded: unknown) => serializer.decode(encoded, meta.serializerVersion);
+  if (!needsMigration(meta, descriptor)) return decode;
+  const from = meta.version ?? 1;
+  const up = (value: unknown) => migrate!(value, from);
+  switch (kind) {
+    case 'list':
+      return (encoded) => (decode(encoded) as unknown[]).map(up);
+    case 'map':
+      return (encoded) => new Map(Array.from(decode(encoded) as Map<unknown, unknown>, ([key, value]) => [key, up(value)]));
+    default:
+      return (encoded) => up(decode(encoded));
+  }
+}
+
+/** The `typeof` of a key as a snapshot encodes it (bigints as `{ $bigint }`). */
+export function encodedKeyType(encoded: unknown): string {
+  return typeof encoded === 'object' ? 'bigint' : typeof encoded;
+}
+
+/**
+ * A restored state's keys must be of the type the job keys by now: a key of another type would never meet its
+ * saved state (Flink's key serializer check). `saved` are the key types the restored entries hold.
+ */
+export function checkKeyType(uid: string, stateName: string, saved: ReadonlySet<string>, key: unknown): void {
+  if (saved.size === 0 || saved.has(typeof key)) return;
+  throw new StateMigrationError(
+    `operator '${uid}': state '${stateName}' was saved with keys of type ${Array.from(saved).join(', ')}, ` +
+      `but the job now keys by ${typeof key}; keep the key type (convert keys in keyBy), or use a new uid`,
+  );
 }
 
 /** A snapshot entry pointing at a state its snapshot does not declare. */

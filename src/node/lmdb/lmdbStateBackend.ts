@@ -16,7 +16,17 @@ import type {
 import { copyValue } from '../../state/copyValue';
 import { decodeKey } from '../../state/keyCodec';
 import { mergeStateValues } from '../../state/mergeStateValues';
-import { checkRestoredMeta, checkSameRegistration, metaOf, requireKey, undeclaredState } from '../../state/stateChecks';
+import {
+  checkKeyType,
+  checkRestoredMeta,
+  checkSameRegistration,
+  encodedKeyType,
+  metaOf,
+  needsMigration,
+  requireKey,
+  restoredDecoder,
+  undeclaredState,
+} from '../../state/stateChecks';
 import { KeyWriter, PREFIX_BYTES, readKeyPart, readNamespace } from './keyEncoding';
 import { lmdbSnapshot, type SnapshotState } from './lmdbSnapshot';
 import { LmdbAggregatingState, LmdbListState, LmdbMapState, LmdbReducingState, LmdbValueState } from './lmdbStates';
@@ -71,6 +81,8 @@ interface Slot {
    * key holding the whole map, and rows of another serializer version must be re-encoded.
    */
   needsAdoption: boolean;
+  /** The types of the restored keys (`typeof`), checked against the job's keys when the state is first used. */
+  keyTypes?: Set<string>;
 }
 
 class LmdbKeyedStateBackend implements KeyedStateBackend, RowStore {
@@ -204,14 +216,18 @@ class LmdbKeyedStateBackend implements KeyedStateBackend, RowStore {
       return slot;
     }
     // A descriptor that does not fit restored state is rejected before it takes the name.
-    if (slot !== undefined) checkRestoredMeta(this.uid, slot.meta, descriptor);
+    if (slot !== undefined) {
+      checkRestoredMeta(this.uid, slot.meta, descriptor);
+      if (slot.keyTypes && this.key !== undefined) checkKeyType(this.uid, descriptor.name, slot.keyTypes, this.key);
+      if (needsMigration(slot.meta, descriptor)) slot.needsAdoption = true;
+    }
     this.options.onStateRegistered?.(descriptor);
     if (slot === undefined) this.slots.set(descriptor.name, (slot = { id: this.slots.size, meta: metaOf(descriptor), needsAdoption: false }));
     const rows =
       descriptor.kind === 'map'
         ? new MapRows(this, slot.id, descriptor.serializer as never)
         : new ValueRows(this, slot.id, descriptor.serializer);
-    if (slot.needsAdoption) this.adopt(slot, rows);
+    if (slot.needsAdoption) this.adopt(slot, rows, descriptor);
     slot.descriptor = descriptor;
     slot.meta = metaOf(descriptor);
     slot.rows = rows;
@@ -219,9 +235,12 @@ class LmdbKeyedStateBackend implements KeyedStateBackend, RowStore {
     return slot;
   }
 
-  /** Rewrites restored rows into the form `rows` reads: a map per entry, values in the current serializer version. */
-  private adopt(slot: Slot, rows: ValueRows<unknown> | MapRows<unknown, unknown>): void {
-    const version = slot.meta.serializerVersion;
+  /**
+   * Rewrites restored rows into the form `rows` reads: a map per entry, values in the current serializer version and
+   * migrated to the descriptor's schema version.
+   */
+  private adopt(slot: Slot, rows: ValueRows<unknown> | MapRows<unknown, unknown>, descriptor: StateDescriptor<unknown>): void {
+    const decode = restoredDecoder(slot.meta, descriptor);
     const { db, keys } = this;
     db.transactionSync(() => {
       for (let keyGroup = this.range.start; keyGroup <= this.range.end; keyGroup++) {
@@ -229,7 +248,7 @@ class LmdbKeyedStateBackend implements KeyedStateBackend, RowStore {
         const range = { start: Buffer.from(writer.key()), end: writer.rangeEnd() };
         const restored = Array.from(db.getRange(range), ({ key, value }) => ({ key: Buffer.from(key), value }));
         for (const { key: row, value } of restored) {
-          const decoded = rows.serializer.decode(value, version);
+          const decoded = decode(value);
           if (rows instanceof ValueRows) {
             db.put(row, rows.serializer.encode(decoded));
             continue;
@@ -273,6 +292,7 @@ class LmdbKeyedStateBackend implements KeyedStateBackend, RowStore {
         for (const [index, key, value, namespace = ''] of entries) {
           const slot = slots[index];
           if (slot === undefined) throw undeclaredState(this.uid, index);
+          (slot.keyTypes ??= new Set()).add(encodedKeyType(key));
           const row = Buffer.from(this.keys.begin(keyGroup, slot.id).add(decodeKey(key)).addNamespace(namespace).key());
           batch.push(() => this.db.put(row, value));
           if (batch.length >= RESTORE_BATCH) write();

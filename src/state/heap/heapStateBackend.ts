@@ -13,7 +13,17 @@ import type {
 import { copyValue } from '../copyValue';
 import { decodeKey, encodeKey } from '../keyCodec';
 import { mergeStateValues } from '../mergeStateValues';
-import { checkRestoredMeta, checkSameRegistration, metaOf, requireKey, undeclaredState } from '../stateChecks';
+import { SnapshotChunker, wholePayload } from '../snapshotChunker';
+import {
+  checkKeyType,
+  checkRestoredMeta,
+  checkSameRegistration,
+  encodedKeyType,
+  metaOf,
+  requireKey,
+  restoredDecoder,
+  undeclaredState,
+} from '../stateChecks';
 import {
   HeapAggregatingState,
   HeapListState,
@@ -128,9 +138,13 @@ class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
     const { meta } = restored;
     const descriptor = family.descriptor;
     checkRestoredMeta(this.uid, meta, descriptor);
+    const decode = restoredDecoder(meta, descriptor);
+    const keyTypes = new Set<string>();
     for (const [key, value, namespace] of restored.entries) {
-      family.write(namespace).live.set(decodeKey(key), descriptor.serializer.decode(value, meta.serializerVersion));
+      keyTypes.add(encodedKeyType(key));
+      family.write(namespace).live.set(decodeKey(key), decode(value));
     }
+    if (this.key !== undefined) checkKeyType(this.uid, descriptor.name, keyTypes, this.key);
   }
 
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any stored type
@@ -166,36 +180,73 @@ class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
       released = true;
       for (const [, table, overlay] of tables) table.overlays.splice(table.overlays.indexOf(overlay), 1);
     };
-    return {
-      release,
-      materialize: () => {
-        const states: StateMeta[] = [];
-        const indexOf = new Map<string, number>();
-        const groups = new Map<number, SnapshotEntry[]>();
-        const groupOf = (key: Key) => {
-          const keyGroup = keyGroupOf(key, this.maxParallelism);
-          let group = groups.get(keyGroup);
-          if (group === undefined) groups.set(keyGroup, (group = []));
-          return group;
-        };
-        for (const [namespace, table, overlay] of tables) {
-          const { name, serializer } = table.descriptor;
-          let index = indexOf.get(name);
-          if (index === undefined) indexOf.set(name, (index = states.push(metaOf(table.descriptor)) - 1));
-          const state = index;
-          if (namespace === '') table.forEachAsOf(overlay, (key, value) => groupOf(key).push([state, encodeKey(key), serializer.encode(value)]));
-          else table.forEachAsOf(overlay, (key, value) => groupOf(key).push([state, encodeKey(key), serializer.encode(value), namespace]));
-        }
-        for (const { meta, entries } of pending) {
-          const index = states.push(meta) - 1;
-          for (const [key, value, namespace] of entries) {
-            groupOf(decodeKey(key)).push(namespace === '' ? [index, key, value] : [index, key, value, namespace]);
+    const chunks = (maxEntries: number): Generator<KeyedStatePayload> => this.chunks(tables, pending, maxEntries, release);
+    return { release, materialize: () => wholePayload(this.stateIndexes(tables, pending).states, chunks(Infinity)), materializeChunks: chunks };
+  }
+
+  /** The payload's `states`, and the index in it of each snapshot table's state and each pending state's. */
+  private stateIndexes(tables: readonly [string, StateTable<unknown>, Overlay][], pending: readonly PendingState[]) {
+    const states: StateMeta[] = [];
+    const indexOf = new Map<string, number>();
+    const tableStates = tables.map(([, table]) => {
+      let index = indexOf.get(table.descriptor.name);
+      if (index === undefined) indexOf.set(table.descriptor.name, (index = states.push(metaOf(table.descriptor)) - 1));
+      return index;
+    });
+    const pendingStates = pending.map(({ meta }) => states.push(meta) - 1);
+    return { states, tableStates, pendingStates };
+  }
+
+  /**
+   * The snapshot's payloads: entries are bucketed by key group first (references only, nothing encoded), then
+   * encoded one chunk at a time, so the encoded form of the whole state never exists at once.
+   */
+  private *chunks(
+    tables: readonly [string, StateTable<unknown>, Overlay][],
+    pending: readonly PendingState[],
+    maxEntries: number,
+    release: () => void,
+  ): Generator<KeyedStatePayload> {
+    try {
+      const { states, tableStates, pendingStates } = this.stateIndexes(tables, pending);
+      // Per key group, flat triples: source (a table's index, or -1 - a pending state's index), key, value.
+      const buckets = new Map<number, unknown[]>();
+      const bucket = (key: Key) => {
+        const keyGroup = keyGroupOf(key, this.maxParallelism);
+        let entries = buckets.get(keyGroup);
+        if (entries === undefined) buckets.set(keyGroup, (entries = []));
+        return entries;
+      };
+      tables.forEach(([, table, overlay], source) => table.forEachAsOf(overlay, (key, value) => bucket(key).push(source, key, value)));
+      pending.forEach(({ entries }, index) => {
+        for (const [key, value, namespace] of entries) bucket(decodeKey(key)).push(-1 - index, key, [value, namespace]);
+      });
+      const chunker = new SnapshotChunker(states, maxEntries);
+      for (const keyGroup of Array.from(buckets.keys()).sort((a, b) => a - b)) {
+        const entries = buckets.get(keyGroup)!;
+        buckets.delete(keyGroup);
+        for (let i = 0; i < entries.length; i += 3) {
+          const source = entries[i] as number;
+          let entry: SnapshotEntry;
+          if (source >= 0) {
+            const [namespace, table] = tables[source]!;
+            const encoded = table.descriptor.serializer.encode(entries[i + 2]);
+            const key = encodeKey(entries[i + 1] as Key);
+            entry = namespace === '' ? [tableStates[source]!, key, encoded] : [tableStates[source]!, key, encoded, namespace];
+          } else {
+            const [value, namespace] = entries[i + 2] as [unknown, string];
+            const state = pendingStates[-1 - source]!;
+            entry = namespace === '' ? [state, entries[i + 1], value] : [state, entries[i + 1], value, namespace];
           }
+          const closed = chunker.add(keyGroup, entry);
+          if (closed) yield closed;
         }
-        release();
-        return { states, keyGroups: Array.from(groups).sort((a, b) => a[0] - b[0]) };
-      },
-    };
+      }
+      const last = chunker.finish();
+      if (last) yield last;
+    } finally {
+      release();
+    }
   }
 
   restore(payloads: KeyedStatePayload[]): void {

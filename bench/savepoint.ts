@@ -1,0 +1,86 @@
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createSavepoint, heapStateBackend, keyGroupRangeFor, readSavepoint, valueState, type KeyedStatePayload } from 'weir';
+import { fsCheckpointStorage } from 'weir/node';
+import { sideBySide, type KeyedEvent } from './measure';
+import type { Result } from './report';
+
+const KEYS = 1_000_000;
+
+/**
+ * Savepoints of 1M keys at parallelism 4, against the same baseline as the snapshot bars (`JSON.stringify` of the
+ * entries + `fs.writeFile`; `fs.readFile` + `JSON.parse`): writing one with the State Processor API, reading every
+ * `[key, value]` back with `readSavepoint`, and rescaling 4 → 2 (every file to every new instance, each keeping its
+ * key groups, as a job's restore does) against a plain restore of the same savepoint at parallelism 4.
+ */
+export async function savepoint(): Promise<Result[]> {
+  const entries: [string, KeyedEvent][] = Array.from({ length: KEYS }, (_, i) => [`k${i}`, { key: `k${i}`, n: i & 1023 }]);
+  const dir = await mkdtemp(join(tmpdir(), 'weir-bench-savepoint-'));
+  const storage = fsCheckpointStorage(dir);
+  const jsonFile = join(dir, 'plain.json');
+  const descriptor = valueState<KeyedEvent>('reduce');
+
+  const write = await sideBySide(
+    {
+      weir: async () => {
+        const start = performance.now();
+        await createSavepoint({ job: 'bench' }).withKeyedState('sum', descriptor, entries, { parallelism: 4 }).write(storage, 'sp');
+        return performance.now() - start;
+      },
+      json: async () => {
+        const start = performance.now();
+        await writeFile(jsonFile, JSON.stringify(entries));
+        return performance.now() - start;
+      },
+    },
+    { rounds: 3, best: 'min' },
+  );
+
+  const read = await sideBySide(
+    {
+      weir: async () => {
+        const start = performance.now();
+        let count = 0;
+        for await (const _ of (await readSavepoint(storage, 'sp')).keyedState('sum', 'reduce')) count++;
+        if (count !== KEYS) throw new Error(`savepoint read benchmark: read ${count} keys`);
+        return performance.now() - start;
+      },
+      json: async () => {
+        const start = performance.now();
+        const parsed = JSON.parse(await readFile(jsonFile, 'utf8')) as unknown[];
+        if (parsed.length !== KEYS) throw new Error('savepoint read benchmark: wrong key count');
+        return performance.now() - start;
+      },
+    },
+    { rounds: 3, best: 'min' },
+  );
+
+  /** Restores the savepoint into `parallelism` heap backends, as a job's restore does, and reads one key. */
+  const restoreAt = async (parallelism: number) => {
+    const start = performance.now();
+    const backends = Array.from({ length: parallelism }, (_, i) =>
+      heapStateBackend().createKeyedBackend({ uid: 'sum', maxParallelism: 128, keyGroupRange: keyGroupRangeFor(i, parallelism, 128) }),
+    );
+    for await (const payload of (await readSavepoint(storage, 'sp')).keyedPayloads('sum')) {
+      for (const backend of backends) backend.restore([payload as KeyedStatePayload]);
+    }
+    for (const backend of backends) backend.getState(descriptor);
+    const elapsed = performance.now() - start;
+    if (backends.reduce((sum, backend) => sum + backend.keyCount(), 0) !== KEYS) throw new Error('rescale benchmark: keys lost');
+    return elapsed;
+  };
+  const rescale = await sideBySide({ weir: () => restoreAt(2), json: () => restoreAt(4) }, { rounds: 3, best: 'min' });
+  await rm(dir, { recursive: true, force: true });
+  return [
+    { name: 'savepoint/write-1M/weir', value: write.weir, unit: 'ms' },
+    { name: 'savepoint/write-1M/json', value: write.json, unit: 'ms' },
+    { name: 'savepoint/read-1M/weir', value: read.weir, unit: 'ms' },
+    { name: 'savepoint/read-1M/json', value: read.json, unit: 'ms' },
+    { name: 'rescale/1M-keys-4-to-2/ms', value: rescale.weir, unit: 'ms' },
+    { name: 'rescale/1M-keys-plain-restore/ms', value: rescale.json, unit: 'ms' },
+    { name: 'savepoint/write-vs-json', value: write.weir / write.json, unit: 'ratio', bar: { op: '<=', value: 1.5 } },
+    { name: 'savepoint/read-vs-json', value: read.weir / read.json, unit: 'ratio', bar: { op: '<=', value: 1.5 } },
+    { name: 'rescale/1M-keys-4-to-2', value: rescale.weir / rescale.json, unit: 'ratio', bar: { op: '<=', value: 1.5 } },
+  ];
+}

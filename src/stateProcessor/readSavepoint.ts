@@ -1,0 +1,163 @@
+import { decodeFile } from '../checkpoint/fileFormat';
+import { checkMetadata } from '../checkpoint/loadCheckpoint';
+import { METADATA_FILE, type CheckpointMetadata, type OperatorRole, type OperatorStatePayload } from '../checkpoint/layout';
+import { CheckpointCorruptedError, CheckpointNotFoundError } from '../core/errors';
+import type { CheckpointStorage, Json, Key, KeyedStatePayload, StateDescriptor, StateKind, StateMeta } from '../core/types';
+import { decodeKey } from '../state/keyCodec';
+import { restoredDecoder } from '../state/stateChecks';
+import { serializerById } from './serializerById';
+
+/** One operator of a savepoint, as its `_metadata` lists it. */
+export interface SavepointOperator {
+  readonly uid: string;
+  readonly role: OperatorRole;
+  /** Instances (state files) it was saved with. */
+  readonly parallelism: number;
+  /** The key-group range of each instance's keyed state, by subtask; empty for an operator without keyed state. */
+  readonly keyGroupRanges: [number, number][];
+}
+
+/** One state of an operator: what a restore checks against the descriptor that reads it. */
+export interface SavepointState {
+  readonly name: string;
+  readonly kind: StateKind;
+  readonly serializer: string;
+  readonly serializerVersion: number;
+  /** The descriptor's schema version (1 unless raised). */
+  readonly version: number;
+}
+
+export interface KeyedStateReadOptions {
+  /** Only this key group. */
+  keyGroup?: number;
+  /** The namespace (a window, as the window operator names it); `''`, state not scoped to a window, by default. */
+  namespace?: string;
+  /**
+   * Decodes values with this descriptor's serializer (and migrates older versions with its `migrate`). Without it,
+   * values of a built-in serializer (`json`, `superjson`, `auto`, `map(…)`) are decoded, others given as encoded.
+   */
+  descriptor?: StateDescriptor<unknown>;
+}
+
+/**
+ * A savepoint (or checkpoint) opened for reading without the job's code: Flink's State Processor API. Works on any
+ * `CheckpointStorage`, in Node and the browser. Files are read when asked for, one at a time.
+ * @example
+ * const savepoint = await readSavepoint(fsCheckpointStorage('.'), stats.path);
+ * for await (const [user, total] of savepoint.keyedState('per-user', 'reduce')) console.log(user, total);
+ */
+export class SavepointReader {
+  private constructor(
+    readonly storage: CheckpointStorage,
+    readonly path: string,
+    readonly metadata: CheckpointMetadata,
+  ) {}
+
+  /** Reads and checks `_metadata` of the savepoint in directory `path`. */
+  static async open(storage: CheckpointStorage, path: string): Promise<SavepointReader> {
+    const where = describe(storage, `${path}/${METADATA_FILE}`);
+    const bytes = await storage.read(`${path}/${METADATA_FILE}`).catch((error: unknown) => {
+      if (error instanceof CheckpointNotFoundError) throw new CheckpointNotFoundError(`no savepoint at ${where}: the directory has no _metadata`, { cause: error });
+      throw error;
+    });
+    return new SavepointReader(storage, path, checkMetadata(decodeFile('metadata', bytes, where), where));
+  }
+
+  get job(): string {
+    return this.metadata.job;
+  }
+
+  get maxParallelism(): number {
+    return this.metadata.maxParallelism;
+  }
+
+  get operators(): SavepointOperator[] {
+    return this.metadata.operators.map(({ uid, role, files }) => ({
+      uid,
+      role,
+      parallelism: files.length,
+      keyGroupRanges: files.flatMap((file) => (file.keyGroups ? [file.keyGroups] : [])),
+    }));
+  }
+
+  /** The payload of every state file of `uid`, in subtask order, read one at a time. */
+  async *payloads(uid: string, keyGroup?: number): AsyncGenerator<OperatorStatePayload> {
+    const operator = this.metadata.operators.find((candidate) => candidate.uid === uid);
+    if (!operator) {
+      throw new CheckpointNotFoundError(
+        `${describe(this.storage, this.path)} holds no operator '${uid}'; it has ${this.metadata.operators.map((o) => `'${o.uid}'`).join(', ') || 'none'}`,
+      );
+    }
+    const files = [...operator.files].sort((a, b) => a.subtask - b.subtask);
+    for (const file of files) {
+      if (keyGroup !== undefined && (file.keyGroups === null || keyGroup < file.keyGroups[0] || keyGroup > file.keyGroups[1])) continue;
+      const where = describe(this.storage, `${this.path}/${file.file}`);
+      const payload = decodeFile('state', await this.storage.read(`${this.path}/${file.file}`), where) as OperatorStatePayload;
+      if (payload === null || typeof payload !== 'object' || payload.uid !== uid) {
+        throw new CheckpointCorruptedError(`${where}: holds state of '${String(payload?.uid)}', expected '${uid}'`);
+      }
+      yield payload;
+    }
+  }
+
+  /** The keyed states of an operator (every state any of its files declares). */
+  async states(uid: string): Promise<SavepointState[]> {
+    const states = new Map<string, SavepointState>();
+    for await (const { keyed } of this.payloads(uid)) {
+      for (const meta of keyed?.states ?? []) {
+        if (!states.has(meta.name)) states.set(meta.name, { ...meta, version: meta.version ?? 1 });
+      }
+    }
+    return Array.from(states.values());
+  }
+
+  /**
+   * The `[key, value]` pairs of one keyed state, key group by key group.
+   * @example for await (const [key, value] of savepoint.keyedState('fraud-detector', 'last-was-small')) …
+   */
+  async *keyedState(uid: string, name: string, options: KeyedStateReadOptions = {}): AsyncGenerator<[Key, unknown]> {
+    const namespace = options.namespace ?? '';
+    for await (const { keyed } of this.payloads(uid, options.keyGroup)) {
+      if (!keyed) continue;
+      const index = keyed.states.findIndex((meta) => meta.name === name);
+      if (index < 0) continue;
+      const decode = valueDecoder(keyed.states[index]!, options.descriptor);
+      for (const [keyGroup, entries] of keyed.keyGroups) {
+        if (options.keyGroup !== undefined && keyGroup !== options.keyGroup) continue;
+        for (const [state, key, value, ns = ''] of entries) if (state === index && ns === namespace) yield [decodeKey(key), decode(value)];
+      }
+    }
+  }
+
+  /** The operator (non-keyed) state each instance saved, by subtask: a source's offset, a sink's transaction. */
+  async operatorState(uid: string): Promise<(Json | undefined)[]> {
+    const states: (Json | undefined)[] = [];
+    for await (const payload of this.payloads(uid)) states.push(payload.operator);
+    return states;
+  }
+
+  /** The keyed payloads of an operator, for writers deriving a savepoint. */
+  async *keyedPayloads(uid: string): AsyncGenerator<KeyedStatePayload> {
+    for await (const { keyed } of this.payloads(uid)) if (keyed) yield keyed;
+  }
+}
+
+/**
+ * Opens a savepoint (or a checkpoint directory) for reading: its operators, their states, keyed state as async
+ * iterables of `[key, value]`, operator state.
+ * @example const savepoint = await readSavepoint(fsCheckpointStorage('./savepoints'), 'savepoint-clicks-3-1a2b3c4d');
+ */
+export function readSavepoint(storage: CheckpointStorage, path: string): Promise<SavepointReader> {
+  return SavepointReader.open(storage, path.replace(/\/+$/, ''));
+}
+
+/** How values of a saved state are decoded: the descriptor's way, a built-in serializer's, or not at all. */
+export function valueDecoder(meta: StateMeta, descriptor?: StateDescriptor<unknown>): (encoded: unknown) => unknown {
+  if (descriptor) return restoredDecoder(meta, descriptor);
+  const serializer = serializerById(meta.serializer);
+  return serializer ? (encoded) => serializer.decode(encoded, meta.serializerVersion) : (encoded) => encoded;
+}
+
+export function describe(storage: CheckpointStorage, path: string): string {
+  return storage.describe ? storage.describe(path) : `${storage.location}: ${path}`;
+}

@@ -1,0 +1,162 @@
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import {
+  collect,
+  createJob,
+  createSavepoint,
+  deriveSavepoint,
+  fromArray,
+  keyBy,
+  keyGroupOf,
+  mapState,
+  memoryCheckpointStorage,
+  process,
+  readSavepoint,
+  valueState,
+} from 'weir';
+import { fsCheckpointStorage } from 'weir/node';
+import { events, outputs, pausableSource, rescaleJob, tempDir, type Ev } from './fixtures';
+
+let dir: string;
+let cleanup: () => Promise<void>;
+beforeEach(async () => ({ dir, cleanup } = await tempDir('weir-state-processor-')));
+afterEach(() => cleanup());
+
+async function collectAll<T>(iterable: AsyncIterable<T>): Promise<T[]> {
+  const items: T[] = [];
+  for await (const item of iterable) items.push(item);
+  return items;
+}
+
+/** A savepoint of the rescale job after 200 events, at parallelism 2. */
+async function savepointAt200() {
+  const storage = fsCheckpointStorage(dir);
+  const paused = pausableSource(events, [200]);
+  const running = rescaleJob({ checkpoints: { storage } }, paused.source, outputs(), 2).start();
+  await paused.reached(200);
+  const path = (await running.stop({ savepoint: { path: 'savepoints' } })).checkpoints.at(-1)!.path;
+  paused.releaseAll();
+  return { storage, path };
+}
+
+/** Rolling sums per key over `records`. */
+function sums(records: Ev[]): Map<string, Ev> {
+  const totals = new Map<string, Ev>();
+  for (const e of records) totals.set(e.key, { key: e.key, n: (totals.get(e.key)?.n ?? 0) + e.n });
+  return totals;
+}
+
+describe('readSavepoint', () => {
+  it('lists operators with their parallelism and key-group ranges, and their states', async () => {
+    const { storage, path } = await savepointAt200();
+    const savepoint = await readSavepoint(storage, path);
+    expect(savepoint.job).toBe('rescale');
+    expect(savepoint.maxParallelism).toBe(128);
+    const sum = savepoint.operators.find((o) => o.uid === 'sum')!;
+    expect(sum).toEqual({ uid: 'sum', role: 'operator', parallelism: 2, keyGroupRanges: [[0, 63], [64, 127]] });
+    expect(savepoint.operators.find((o) => o.uid === 'in')).toMatchObject({ role: 'source', keyGroupRanges: [] });
+    const states = await savepoint.states('sum');
+    expect(states).toHaveLength(1);
+    expect(states[0]).toMatchObject({ kind: 'value', serializer: 'auto', version: 1 });
+  });
+
+  it('iterates keyed state as [key, value], per key group too, and operator state', async () => {
+    const { storage, path } = await savepointAt200();
+    const savepoint = await readSavepoint(storage, path);
+    const [state] = await savepoint.states('sum');
+    const entries = await collectAll(savepoint.keyedState('sum', state!.name));
+    expect(new Map(entries as [string, Ev][])).toEqual(sums(events.slice(0, 200)));
+    const group = keyGroupOf('k3', 128);
+    const inGroup = await collectAll(savepoint.keyedState('sum', state!.name, { keyGroup: group }));
+    expect(inGroup.map(([key]) => key)).toContain('k3');
+    expect(inGroup.every(([key]) => keyGroupOf(key, 128) === group)).toBe(true);
+    expect(await savepoint.operatorState('in')).toEqual([{ offset: 200 }]);
+  });
+
+  it('rejects a path without a savepoint, naming it', async () => {
+    await expect(readSavepoint(fsCheckpointStorage(dir), 'nothing-here')).rejects.toThrow(/nothing-here/);
+  });
+});
+
+describe('writing savepoints', () => {
+  const totals = valueState<number>('total', { default: 0 });
+
+  /** A job summing amounts per user into `totals`, emitting each new total. */
+  function totalsJob(storage = memoryCheckpointStorage(), uid = 'per-user') {
+    const out = collect<[string, number]>();
+    const job = createJob({ name: 'totals', checkpoints: { storage } });
+    job
+      .source(fromArray([{ user: 'ann', n: 1 }, { user: 'cid', n: 5 }]), { uid: 'in' })
+      .pipe(
+        keyBy((r: { user: string; n: number }) => r.user),
+        process<{ user: string; n: number }, [string, number]>(
+          {
+            onElement(r, ctx, o) {
+              const state = ctx.state(totals);
+              state.update(state.value()! + r.n);
+              o.emit([r.user, state.value()!]);
+            },
+          },
+          { uid, parallelism: 3 },
+        ),
+        out.sink({ uid: 'out' }),
+      );
+    return { job, out };
+  }
+
+  it('bootstraps keyed state for a new job, which restores it at any parallelism', async () => {
+    const storage = memoryCheckpointStorage();
+    const path = await createSavepoint({ job: 'totals' })
+      .withKeyedState('per-user', totals, [['ann', 10], ['bob', 20]], { parallelism: 2 })
+      .write(storage, 'bootstrap');
+    const { job, out } = totalsJob(storage);
+    await job.start({ restore: { savepoint: path } }).done;
+    expect(out.values).toEqual([['ann', 11], ['cid', 5]]);
+  });
+
+  it('derives a savepoint: a state transformed, an operator renamed, one removed, one added', async () => {
+    const storage = memoryCheckpointStorage();
+    const first = await createSavepoint({ job: 'totals' })
+      .withKeyedState('old-uid', totals, [['ann', 10], ['cid', 1]])
+      .withKeyedState('legacy', mapState<string, number>('m'), [['x', new Map([['a', 1]])]])
+      .write(storage, 'v1');
+    const before = await readSavepoint(storage, first);
+    const writer = await deriveSavepoint(before);
+    const path = await writer
+      .renameOperator('old-uid', 'per-user')
+      .transformState('per-user', 'total', (value, key) => (key === 'cid' ? undefined : (value as number) * 2))
+      .removeOperator('legacy')
+      .addKeyedState('extra', valueState<string>('note'), [['ann', 'hi']])
+      .write(storage, 'v2');
+    const after = await readSavepoint(storage, path);
+    expect(after.operators.map((o) => o.uid).sort()).toEqual(['extra', 'per-user']);
+    expect(await collectAll(after.keyedState('per-user', 'total'))).toEqual([['ann', 20]]);
+    // The original savepoint is untouched.
+    expect(await collectAll((await readSavepoint(storage, first)).keyedState('old-uid', 'total'))).toHaveLength(2);
+    expect(new Map(await collectAll((await readSavepoint(storage, first)).keyedState('legacy', 'm')))).toEqual(new Map([['x', new Map([['a', 1]])]]));
+
+    const { job, out } = totalsJob(storage);
+    await job.start({ restore: { savepoint: path }, allowNonRestoredState: true }).done;
+    expect(out.values).toEqual([['ann', 21], ['cid', 5]]);
+  });
+
+  it('gives values of an unknown serializer as encoded, or decoded with a descriptor', async () => {
+    const storage = memoryCheckpointStorage();
+    const custom = valueState<Date>('at', { serializer: { id: 'epoch', version: 1, encode: (d) => d.getTime(), decode: (n) => new Date(n as number) } });
+    const path = await createSavepoint({ job: 'j' }).withKeyedState('op', custom, [['a', new Date(5)]]).write(storage, 'sp');
+    const savepoint = await readSavepoint(storage, path);
+    expect(await collectAll(savepoint.keyedState('op', 'at'))).toEqual([['a', 5]]);
+    expect(await collectAll(savepoint.keyedState('op', 'at', { descriptor: custom as never }))).toEqual([['a', new Date(5)]]);
+  });
+});
+
+describe('the inspector view', () => {
+  it('reads a checkpoint directory too', async () => {
+    const storage = fsCheckpointStorage(join(dir, 'cp'));
+    const out = outputs();
+    const result = await rescaleJob({ checkpoints: { storage } }, fromArray(events), out, 1).start().done;
+    const savepoint = await readSavepoint(storage, result.checkpoints.at(-1)!.path);
+    expect(savepoint.metadata.kind).toBe('checkpoint');
+    expect((await collectAll(savepoint.keyedState('sum', (await savepoint.states('sum'))[0]!.name))).length).toBe(37);
+  });
+});
