@@ -14,7 +14,7 @@ export interface InspectOptions {
 }
 
 /** A checkpoint path the CLI was given, resolved to a storage root, its jobs, and maybe one checkpoint. */
-interface Target {
+export interface Target {
   root: string;
   jobs: string[] | undefined;
   ids: number[] | undefined;
@@ -46,7 +46,8 @@ export async function inspectCommand(path: string, options: InspectOptions): Pro
   return 0;
 }
 
-async function resolveTarget(path: string): Promise<Target | string> {
+/** Where a path points: a checkpoint (`chk-<id>`), a job's directory, or a root of jobs; a string says what is wrong. */
+export async function resolveTarget(path: string): Promise<Target | string> {
   let names: string[];
   try {
     if (!(await stat(path)).isDirectory()) return `${path} is not a directory; pass a checkpoint directory (chk-<id>), a job's directory or the checkpoints root`;

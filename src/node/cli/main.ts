@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import { inspectCommand } from './inspectCommand';
+import { inspectServeCommand } from './inspectServeCommand';
 
 const USAGE = `usage: weir inspect <checkpoint-dir | job-dir | checkpoints-root> [--json] [--serve]
 
@@ -7,7 +8,7 @@ const USAGE = `usage: weir inspect <checkpoint-dir | job-dir | checkpoints-root>
             corrupted with its error), time, duration, bytes; per checkpoint the operators
             and their states with key counts and sizes
   --json    print the report as JSON, for scripts
-  --serve   open the visual inspector (not yet available)
+  --serve   serve the visual inspector on 127.0.0.1 (a free port) and print its URL
   --help    show this help
 `;
 
@@ -35,8 +36,11 @@ export async function main(argv: string[], io = { out: process.stdout, err: proc
     return 2;
   }
   if (values.serve) {
-    io.err.write('weir inspect --serve: the visual inspector is not yet available; use the text report or --json\n');
-    return 2;
+    if (values.json) {
+      io.err.write('weir inspect: --serve and --json exclude each other\n');
+      return 2;
+    }
+    return inspectServeCommand(path, { out: io.out, err: io.err });
   }
   return inspectCommand(path, { json: values.json ?? false, out: io.out, err: io.err });
 }

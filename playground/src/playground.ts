@@ -1,0 +1,300 @@
+import { indexedDbCheckpointStorage, type CheckpointStats, type StartOptions } from 'weir/browser';
+import { inspectStorage } from '../../src/inspector/readCheckpoint';
+import { createEditor, syntaxErrorPosition } from './editor';
+import { EXAMPLES, type Example } from './examples';
+import { expectedSums, lineOf, startRun, UserCodeError, type PlaygroundRun } from './harness';
+import { createTimeline, type TimelinePoint } from './timeline';
+import { el, formatBytes, formatValue } from './values';
+import './style.css';
+
+/** The IndexedDB database the playground checkpoints to; the inspector opens the same one. */
+export const PLAYGROUND_DB = 'weir-playground';
+const storage = indexedDbCheckpointStorage({ dbName: PLAYGROUND_DB });
+const saved = (what: string, id: string) => `weir-playground:${what}:${id}`;
+
+const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
+const select = $<HTMLSelectElement>('example');
+const rate = $<HTMLInputElement>('rate');
+const errorBox = $<HTMLDivElement>('error');
+const outputList = $<HTMLOListElement>('output');
+
+for (const example of EXAMPLES) select.append(new Option(example.title, example.id));
+let example: Example = EXAMPLES.find((e) => e.id === localStorage.getItem('weir-playground:example')) ?? EXAMPLES[0]!;
+select.value = example.id;
+rate.value = localStorage.getItem('weir-playground:rate') ?? '50';
+
+const editor = createEditor($('editor'), localStorage.getItem(saved('code', example.id)) ?? example.code, () => {
+  localStorage.setItem(saved('code', example.id), editor.getCode());
+});
+const timeline = createTimeline($('timeline'));
+
+let run: PlaygroundRun | undefined;
+let status = 'idle';
+let seenRestarts = 0;
+let checkpoints: TimelinePoint[] = [];
+let lastCheckpoint: CheckpointStats | undefined;
+let expected: ((offset: number) => number) | undefined;
+let subscription: { unsubscribe(): void } | undefined;
+let restoredFrom: string | undefined;
+
+function showError(message: string, line?: number) {
+  errorBox.hidden = false;
+  errorBox.textContent = line === undefined ? message : `line ${line}: ${message}`;
+  editor.markError(line ?? null);
+}
+
+function clearError() {
+  errorBox.hidden = true;
+  errorBox.textContent = '';
+  editor.markError(null);
+}
+
+function addOutput(text: string, className?: string) {
+  outputList.prepend(el('li', text, className));
+  while (outputList.childElementCount > 150) outputList.lastElementChild!.remove();
+}
+
+async function endRun(how: 'cancel' | 'stop' = 'cancel') {
+  const current = run;
+  run = undefined;
+  subscription?.unsubscribe();
+  if (current) await (how === 'stop' ? current.running.stop() : current.running.cancel()).catch(() => undefined);
+}
+
+/** Seeds the timeline with the retained checkpoints of the job (after a reload, say). */
+async function loadHistory(jobName: string) {
+  try {
+    const [summary] = await inspectStorage(storage, { jobs: [jobName] });
+    checkpoints = (summary?.checkpoints ?? [])
+      .filter((c) => c.status === 'complete')
+      .map((c) => ({ id: c.id, durationMs: c.durationMs ?? 0, bytes: c.persistedBytes ?? 0 }));
+  } catch {
+    checkpoints = [];
+  }
+  timeline.update(checkpoints);
+  renderCheckpointTable();
+}
+
+async function start(restore: StartOptions['restore'] = 'latest') {
+  await endRun();
+  clearError();
+  outputList.replaceChildren();
+  seenRestarts = 0;
+  lastCheckpoint = undefined;
+  await loadHistory(example.id);
+  const newest = checkpoints.reduce((max, c) => Math.max(max, c.id), 0);
+  restoredFrom = typeof restore === 'object' ? `savepoint ${restore.savepoint}` : newest > 0 ? `checkpoint #${newest} (IndexedDB)` : 'nothing (fresh start)';
+  const code = editor.getCode();
+  const syntax = syntaxErrorPosition(code);
+  try {
+    run = startRun({ code, jobName: example.id, storage, rate: Number(rate.value), restore, hooks: { onOutput: (record) => addOutput(formatValue(record)) } });
+  } catch (error) {
+    status = 'error';
+    if (error instanceof UserCodeError) {
+      const line = error.line ?? (error.message.startsWith('SyntaxError') ? syntax?.line : undefined);
+      showError(error.message, line);
+    } else showError(String(error));
+    renderStatus();
+    return;
+  }
+  const current = run;
+  status = 'running';
+  expected = current.verification ? expectedSums(current.verification.perRecord) : undefined;
+  subscription = current.running.checkpoints$.subscribe((stats) => {
+    if (stats.status !== 'completed' || stats.kind !== 'checkpoint') return;
+    lastCheckpoint = stats;
+    checkpoints = [...checkpoints.filter((c) => c.id !== stats.id), { id: stats.id, durationMs: stats.durationMs, bytes: stats.bytes }].slice(-60);
+    timeline.update(checkpoints);
+    renderCheckpointTable();
+  });
+  current.running.done.then(
+    (result) => {
+      if (run === current) status = result.status;
+      renderStatus();
+    },
+    (error: unknown) => {
+      if (run !== current) return;
+      status = 'failed';
+      showError(`the job failed: ${(error as Error).message}`);
+      renderStatus();
+    },
+  );
+  renderStatus();
+}
+
+function renderCheckpointTable() {
+  const rows = [...checkpoints].sort((a, b) => b.id - a.id).slice(0, 5);
+  const table = el('table', undefined, 'small');
+  table.append(el('tr'));
+  table.rows[0]!.append(el('th', 'id'), el('th', 'duration'), el('th', 'size'));
+  for (const c of rows) {
+    const tr = el('tr');
+    tr.append(el('td', String(c.id)), el('td', `${c.durationMs} ms`), el('td', formatBytes(c.bytes)));
+    table.append(tr);
+  }
+  $('timeline-table').replaceChildren(table);
+}
+
+function renderStatus() {
+  const dl = $('status');
+  const items: [string, string, string][] = [
+    ['job', example.id, 'job'],
+    ['status', status, 'status'],
+    ['records read', String(run?.control.offset ?? 0), 'offset'],
+    ['restarts', String(run?.running.restarts ?? 0), 'restarts'],
+    ['crashes injected', String(run?.crashes ?? 0), 'crashes'],
+    ['restored from', run ? (restoredFrom ?? '-') : '-', 'restored'],
+    ['last checkpoint', lastCheckpoint ? `#${lastCheckpoint.id}, ${lastCheckpoint.durationMs} ms, ${formatBytes(lastCheckpoint.bytes)}` : '-', 'last-checkpoint'],
+    ['savepoint', localStorage.getItem(saved('savepoint', example.id)) ?? '-', 'savepoint'],
+  ];
+  dl.replaceChildren(
+    ...items.flatMap(([term, value, id]) => {
+      const dd = el('dd', value);
+      dd.dataset.field = id;
+      return [el('dt', term), dd];
+    }),
+  );
+}
+
+
+/** Sums the verification state over all keys; retried until the source did not move meanwhile. */
+async function verify() {
+  const box = $('verify');
+  const current = run;
+  if (!current?.verification || !expected) {
+    box.className = 'verify';
+    box.textContent = current ? 'This job declares no ctx.verify check.' : '';
+    return;
+  }
+  const { state } = current.verification;
+  try {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const before = current.control.offset;
+      let sum = 0;
+      let cursor: string | undefined;
+      do {
+        const page = await current.running.queryKeys(state, { limit: 1000, cursor });
+        const values = await Promise.all(page.keys.map((key) => current.running.query<number>(state, key)));
+        sum += values.reduce<number>((s, v) => s + (typeof v === 'number' ? v : 0), 0);
+        cursor = page.cursor;
+      } while (cursor);
+      if (current.control.offset !== before) continue;
+      const want = expected(before);
+      box.className = `verify ${sum === want ? 'ok' : 'bad'}`;
+      box.dataset.actual = String(sum);
+      box.dataset.expected = String(want);
+      box.textContent = `${sum === want ? '✔ exactly once' : '✘ mismatch'}: Σ '${state}' = ${sum}; expected from the ${before} records read = ${want}`;
+      return;
+    }
+    box.className = 'verify';
+    box.textContent = 'records are flowing: lower the rate to 0 for a still picture';
+  } catch (error) {
+    box.className = 'verify';
+    box.textContent = `state '${state}' is not queryable yet: it appears once its operator sees a record (${(error as Error).message})`;
+  }
+}
+
+async function renderState() {
+  const current = run;
+  const box = $('state');
+  if (!current) {
+    box.replaceChildren();
+    return;
+  }
+  const parts: HTMLElement[] = [];
+  for (const info of current.running.queryableStates()) {
+    try {
+      const page = await current.running.queryKeys(info.name, { limit: 12 });
+      const values = await Promise.all(page.keys.map((key) => current.running.query(info.name, key)));
+      const table = el('table', undefined, 'small');
+      const caption = el('caption', `${info.uid} / ${info.state} (queryable '${info.name}', ${info.kind})${page.cursor ? ', first 12 keys' : ''}`);
+      table.append(caption);
+      page.keys.forEach((key, i) => {
+        const tr = el('tr');
+        tr.append(el('td', String(key), 'key'), el('td', formatValue(values[i])));
+        table.append(tr);
+      });
+      parts.push(table);
+    } catch {
+      // The job is restarting: the next tick shows the restored state.
+    }
+  }
+  if (parts.length > 0 || current.running.queryableStates().length === 0) box.replaceChildren(...parts);
+}
+
+setInterval(() => {
+  const current = run;
+  if (current) {
+    if (current.userErrors.length > 0 && status === 'running') {
+      // A user function threw (not the Crash button): stop retrying a bug and show it with its line.
+      const error = current.userErrors[0];
+      status = 'failed';
+      void endRun();
+      showError(`${(error as Error).name}: ${(error as Error).message} (in a function of your job)`, lineOf(error));
+    } else if (current.running.restarts > seenRestarts) {
+      seenRestarts = current.running.restarts;
+      addOutput(`⟲ restart ${seenRestarts}: restored ${lastCheckpoint ? `checkpoint #${lastCheckpoint.id}` : 'the starting point'}; output after it is replayed (forEach is at-least-once), state is exactly-once`, 'restart');
+    }
+  }
+  renderStatus();
+  void renderState();
+  void verify();
+}, 400);
+
+select.addEventListener('change', () => {
+  example = EXAMPLES.find((e) => e.id === select.value)!;
+  localStorage.setItem('weir-playground:example', example.id);
+  editor.setCode(localStorage.getItem(saved('code', example.id)) ?? example.code);
+  $('example-doc').textContent = example.doc;
+  void start();
+});
+rate.addEventListener('input', () => {
+  $('rate-value').textContent = `${rate.value}/s`;
+  localStorage.setItem('weir-playground:rate', rate.value);
+  if (run) run.control.rate = Number(rate.value);
+});
+$('run').addEventListener('click', () => void start());
+$('stop').addEventListener('click', () => {
+  status = 'stopping';
+  void endRun('stop').then(() => {
+    status = 'stopped';
+  });
+});
+$('crash').addEventListener('click', () => {
+  if (!run) return showError('start the job first');
+  run.crash();
+  addOutput('💥 crash requested: the next record throws inside the job', 'restart');
+});
+$('savepoint').addEventListener('click', async () => {
+  if (!run) return showError('start the job first');
+  try {
+    const stats = await run.running.savepoint({ path: 'savepoints' });
+    localStorage.setItem(saved('savepoint', example.id), stats.path);
+    addOutput(`💾 savepoint #${stats.id} written to ${stats.path} (${formatBytes(stats.bytes)})`, 'restart');
+  } catch (error) {
+    showError(`savepoint failed: ${(error as Error).message}`);
+  }
+});
+$('restore').addEventListener('click', () => {
+  const path = localStorage.getItem(saved('savepoint', example.id));
+  if (!path) return showError('take a savepoint first');
+  void start({ savepoint: path }).then(() => addOutput(`⏮ restored from savepoint ${path}`, 'restart'));
+});
+$('reset').addEventListener('click', async () => {
+  await endRun();
+  await storage.remove(example.id);
+  for (const name of await storage.list('savepoints')) if (name.startsWith(`savepoint-${example.id}-`)) await storage.remove(`savepoints/${name}`);
+  localStorage.removeItem(saved('savepoint', example.id));
+  localStorage.removeItem(saved('code', example.id));
+  editor.setCode(example.code);
+  await start();
+});
+$('open-inspector').setAttribute('href', `inspector.html?source=indexeddb&db=${PLAYGROUND_DB}&job=${example.id}`);
+select.addEventListener('change', () => $('open-inspector').setAttribute('href', `inspector.html?source=indexeddb&db=${PLAYGROUND_DB}&job=${example.id}`));
+
+$('example-doc').textContent = example.doc;
+$('rate-value').textContent = `${rate.value}/s`;
+window.addEventListener('error', (event) => showError(`unexpected error: ${event.message}`));
+window.addEventListener('unhandledrejection', (event) => showError(`unexpected error: ${(event.reason as Error)?.message ?? String(event.reason)}`));
+// Reloading the page resumes the job from its latest checkpoint in IndexedDB.
+void start('latest');

@@ -1,0 +1,192 @@
+import superjson from 'superjson';
+import { decodeFile } from '../checkpoint/fileFormat';
+import { checkMetadata } from '../checkpoint/loadCheckpoint';
+import { METADATA_FILE, checkpointDir, type CheckpointMetadata, type OperatorStatePayload } from '../checkpoint/layout';
+import type { CheckpointStorage, Key } from '../core/types';
+import { decodeKey } from '../state/keyCodec';
+import { autoSerializer } from '../state/serializers';
+
+/**
+ * The keyed state a checkpoint holds, decoded without the job's code: every entry of every state of every operator,
+ * with its value turned back into what the job stored (Date, Map, Set and BigInt included) for the serializers weir
+ * ships. Backs the visual inspector's key browser and checkpoint diff; `readCheckpoint.ts` has the summaries.
+ */
+
+/** One key's value of one state (in one window, for windowed state). */
+export interface StateEntry {
+  readonly key: Key;
+  /** The window (or other namespace) the value is scoped to; undefined for plain keyed state. */
+  readonly namespace?: string;
+  readonly keyGroup: number;
+  /** The decoded value; the stored form when the serializer is not one weir ships (see `decoded`). */
+  readonly value: unknown;
+  /** False when the value could not be decoded and `value` is the stored form. */
+  readonly decoded: boolean;
+}
+
+/** All entries of one checkpoint: uid → state name → entries, in snapshot order. */
+export type CheckpointEntries = Map<string, Map<string, StateEntry[]>>;
+
+/**
+ * Reads and decodes every keyed entry of checkpoint `id` of `job`. Throws (with the file named) when the metadata or
+ * a state file is missing or damaged: the summaries report such checkpoints, this reads only sound ones.
+ * @example const entries = await readCheckpointEntries(storage, 'clicks', 3); entries.get('per-user')?.get('reduce')
+ */
+export async function readCheckpointEntries(storage: CheckpointStorage, job: string, id: number): Promise<CheckpointEntries> {
+  const dir = checkpointDir(job, id);
+  const where = (file: string) => (storage.describe ? storage.describe(`${dir}/${file}`) : `${dir}/${file}`);
+  const metadata: CheckpointMetadata = checkMetadata(decodeFile('metadata', await storage.read(`${dir}/${METADATA_FILE}`), where(METADATA_FILE)), where(METADATA_FILE));
+  const result: CheckpointEntries = new Map();
+  for (const operator of metadata.operators) {
+    const states = new Map<string, StateEntry[]>();
+    for (const { file } of operator.files) {
+      const payload = decodeFile('state', await storage.read(`${dir}/${file}`), where(file)) as OperatorStatePayload;
+      if (!payload.keyed) continue;
+      const metas = payload.keyed.states;
+      const decoders = metas.map((meta) => decoderFor(meta.serializer));
+      for (const meta of metas) if (!states.has(meta.name)) states.set(meta.name, []);
+      for (const [keyGroup, entries] of payload.keyed.keyGroups) {
+        for (const [index, key, value, namespace] of entries) {
+          const meta = metas[index];
+          if (meta === undefined) throw new Error(`${where(file)}: an entry names state #${index}, which the file does not declare`);
+          const decoded = decoders[index]!(value, meta.serializerVersion);
+          states.get(meta.name)!.push({ key: decodeKey(key), ...(namespace ? { namespace } : {}), keyGroup, ...decoded });
+        }
+      }
+    }
+    result.set(operator.uid, states);
+  }
+  return result;
+}
+
+/** Options of `pageStateEntries`. */
+export interface EntryPageOptions {
+  /** Keys starting with this. */
+  prefix?: string;
+  /** Keys or values whose text contains this (case-insensitive). */
+  search?: string;
+  offset?: number;
+  /** Entries per page (default 50). */
+  limit?: number;
+}
+
+/** A page of a state's entries, sorted by key, with the number of entries that match. */
+export interface EntryPage {
+  readonly total: number;
+  readonly offset: number;
+  readonly entries: StateEntry[];
+}
+
+/**
+ * Filters, sorts and pages entries for a key browser.
+ * @example pageStateEntries(entries.get('per-user')!.get('reduce')!, { prefix: 'user-1', limit: 20 })
+ */
+export function pageStateEntries(entries: readonly StateEntry[], options: EntryPageOptions = {}): EntryPage {
+  const { prefix = '', search = '', offset = 0, limit = 50 } = options;
+  const needle = search.toLowerCase();
+  const matching = entries
+    .filter((entry) => String(entry.key).startsWith(prefix))
+    .filter((entry) => needle === '' || String(entry.key).toLowerCase().includes(needle) || describeValue(entry.value).toLowerCase().includes(needle))
+    .sort((a, b) => compareEntries(a, b));
+  return { total: matching.length, offset, entries: matching.slice(offset, offset + limit) };
+}
+
+/** What changed in one state between two checkpoints, by key and namespace. */
+export interface StateDiff {
+  readonly uid: string;
+  readonly state: string;
+  readonly added: StateEntry[];
+  readonly removed: StateEntry[];
+  readonly changed: { before: StateEntry; after: StateEntry }[];
+  readonly unchanged: number;
+}
+
+/**
+ * Per operator and state: the keys `after` has that `before` has not, the other way round, and those whose value
+ * differs (compared in their superjson form, so a Map or Date compares by content).
+ * @example diffCheckpointEntries(await readCheckpointEntries(s, 'clicks', 3), await readCheckpointEntries(s, 'clicks', 4))
+ */
+export function diffCheckpointEntries(before: CheckpointEntries, after: CheckpointEntries): StateDiff[] {
+  const diffs: StateDiff[] = [];
+  const uids = new Set([...before.keys(), ...after.keys()]);
+  for (const uid of uids) {
+    const names = new Set([...(before.get(uid)?.keys() ?? []), ...(after.get(uid)?.keys() ?? [])]);
+    for (const state of names) {
+      const old = byKey(before.get(uid)?.get(state) ?? []);
+      const now = byKey(after.get(uid)?.get(state) ?? []);
+      const diff = { uid, state, added: [] as StateEntry[], removed: [] as StateEntry[], changed: [] as StateDiff['changed'], unchanged: 0 };
+      for (const [id, entry] of now) {
+        const previous = old.get(id);
+        if (previous === undefined) diff.added.push(entry);
+        else if (describeValue(previous.value) !== describeValue(entry.value)) diff.changed.push({ before: previous, after: entry });
+        else diff.unchanged++;
+      }
+      for (const [id, entry] of old) if (!now.has(id)) diff.removed.push(entry);
+      diff.added.sort(compareEntries);
+      diff.removed.sort(compareEntries);
+      diff.changed.sort((a, b) => compareEntries(a.after, b.after));
+      diffs.push(diff);
+    }
+  }
+  return diffs;
+}
+
+/** A stable text form of any value (superjson, so rich types keep their type), for search and comparison. */
+export function describeValue(value: unknown): string {
+  return JSON.stringify(superjson.serialize(value));
+}
+
+function byKey(entries: readonly StateEntry[]): Map<string, StateEntry> {
+  return new Map(entries.map((entry) => [`${typeof entry.key}:${String(entry.key)}\u0000${entry.namespace ?? ''}`, entry]));
+}
+
+function compareEntries(a: StateEntry, b: StateEntry): number {
+  const ka = String(a.key);
+  const kb = String(b.key);
+  if (ka !== kb) return ka < kb ? -1 : 1;
+  const na = a.namespace ?? '';
+  const nb = b.namespace ?? '';
+  return na < nb ? -1 : na > nb ? 1 : 0;
+}
+
+type Decoder = (encoded: unknown, version: number) => { value: unknown; decoded: boolean };
+
+/** Decoders for the serializer ids weir writes; any other id leaves the stored form as it is. */
+function decoderFor(id: string): Decoder {
+  const decode = plainDecoder(id);
+  if (decode === undefined) return (encoded) => ({ value: encoded, decoded: false });
+  return (encoded, version) => {
+    try {
+      return { value: decode(encoded, version), decoded: true };
+    } catch {
+      return { value: encoded, decoded: false };
+    }
+  };
+}
+
+function plainDecoder(id: string): ((encoded: unknown, version: number) => unknown) | undefined {
+  if (id === 'json') return (encoded) => encoded;
+  if (id === 'auto') return autoSerializer().decode;
+  if (id === 'superjson') return (encoded) => superjson.deserialize(encoded as Parameters<typeof superjson.deserialize>[0]);
+  const map = /^map\((.*)\)$/.exec(id);
+  if (map) {
+    const [keyId, valueId] = splitTopLevel(map[1]!);
+    const keys = keyId === undefined ? undefined : plainDecoder(keyId);
+    const values = valueId === undefined ? undefined : plainDecoder(valueId);
+    if (!keys || !values) return undefined;
+    return (encoded, version) => new Map((encoded as [unknown, unknown][]).map(([k, v]) => [keys(k, version), values(v, version)]));
+  }
+  return undefined;
+}
+
+/** `auto,map(json,auto)` → [`auto`, `map(json,auto)`]: the comma between the two ids, not inside parentheses. */
+function splitTopLevel(ids: string): [string | undefined, string | undefined] {
+  let depth = 0;
+  for (let i = 0; i < ids.length; i++) {
+    const c = ids[i];
+    if (c === '(') depth++;
+    else if (c === ')') depth--;
+    else if (c === ',' && depth === 0) return [ids.slice(0, i), ids.slice(i + 1)];
+  }
+  return [undefined, undefined];
+}
