@@ -31,6 +31,8 @@ export { asObservable } from './sinks/asObservable';
 export { valueState, listState, mapState, reducingState, aggregatingState, type StateOptions } from './state/descriptors';
 export { autoSerializer, jsonSerializer, superjsonSerializer, mapSerializer } from './state/serializers';
 export { heapStateBackend } from './state/heap/heapStateBackend';
+export { withStateTtl } from './state/ttl/withStateTtl';
+export type { Redistribution, OperatorStateOptions } from './state/operatorStateStore';
 export { memoryCheckpointStorage } from './storage/memoryCheckpointStorage';
 
 export { readSavepoint, SavepointReader, type SavepointOperator, type SavepointState, type KeyedStateReadOptions } from './stateProcessor/readSavepoint';

@@ -1,10 +1,11 @@
 import { Subject, type Observable, type Subscription } from 'rxjs';
 import { CheckpointBarrier } from '../core/elements';
 import { CheckpointAbortedError, CheckpointFailuresExceededError, StateSizeExceededError } from '../core/errors';
-import type { CheckpointStorage, Json, KeyGroupRange, KeyedSnapshot, Scheduler } from '../core/types';
+import type { CheckpointStorage, Json, KeyGroupRange, KeyedSnapshot, KeyedStatePayload, Scheduler } from '../core/types';
 import { yieldToEventLoop } from '../core/yieldToEventLoop';
 import type { CheckpointStats, OperatorCheckpointStats } from './checkpointStats';
 import { encodeFile } from './fileFormat';
+import { readSharedFiles, removeCheckpointDirs, sharedFilesOf } from './sharedFiles';
 import {
   METADATA_FILE,
   checkpointDir,
@@ -68,6 +69,11 @@ export interface CoordinatorOptions {
   tolerableFailures: number;
   /** Entries per keyed state file (see `KeyedSnapshot.materializeChunks`); 65 536 by default. */
   chunkEntries?: number;
+  /**
+   * Incremental checkpoints: persist only the keyed state changed since the previous checkpoint, referencing the
+   * earlier files for the rest; every `fullEvery`-th checkpoint of a chain is full again.
+   */
+  incremental?: { fullEvery: number };
 }
 
 /** Entries per keyed state file: big state is written as several files of about this many entries. */
@@ -109,6 +115,22 @@ interface PendingCheckpoint {
   timeout?: Subscription;
   /** Set while `_metadata` is being written: from then on the checkpoint may exist, so its files must stay. */
   committing?: Promise<void>;
+  /** Persists only what changed since `chain`'s last checkpoint (incremental). */
+  readonly delta: boolean;
+  /** Operators whose tasks all wrote deltas: their files go on top of the chain's. */
+  readonly deltaOperators: Set<string>;
+}
+
+/**
+ * The last checkpoint of an incremental chain, as the next delta builds on it: its keyed files (each with the
+ * checkpoint that holds it), its length in deltas, and the bytes of its base and of its deltas.
+ */
+interface Chain {
+  readonly id: number;
+  readonly files: Map<string, StateFileEntry[]>;
+  readonly deltas: number;
+  readonly baseBytes: number;
+  readonly deltaBytes: number;
 }
 
 /**
@@ -131,6 +153,14 @@ export class CheckpointCoordinator {
   /** A metadata write still in flight after its checkpoint was aborted; a restore waits for it. */
   private settling: Promise<void> = Promise.resolve();
   private consecutiveFailures = 0;
+  /**
+   * Where the next incremental checkpoint builds on; undefined when the next one must be full: at the start of an
+   * attempt (its backends start tracking changes afresh), after a failed or aborted checkpoint or a savepoint (their
+   * snapshots consumed changes that no retained checkpoint holds), and past `fullEvery`.
+   */
+  private chain: Chain | undefined;
+  /** `chk-<id>/<file>` shared files each retained checkpoint references, by checkpoint id. */
+  private readonly references = new Map<number, string[]>();
   private finalTriggered = false;
   private lastEndedAt = Number.NEGATIVE_INFINITY;
 
@@ -155,11 +185,18 @@ export class CheckpointCoordinator {
     const ids = (await storage.list(job)).map(checkpointIdOf).filter((id): id is number => id !== undefined);
     this.nextId = Math.max(0, ...ids) + 1;
     this.retained = [...completeIds].sort((a, b) => a - b);
-    await Promise.all(ids.filter((id) => !completeIds.includes(id)).map((id) => storage.remove(checkpointDir(job, id))));
+    for (const id of this.retained) this.references.set(id, await readSharedFiles(storage, job, id));
+    await removeCheckpointDirs(storage, job, ids.filter((id) => !completeIds.includes(id)), this.neededFiles());
+  }
+
+  /** Whether keyed backends should track their changes: checkpoints are incremental. */
+  get incremental(): boolean {
+    return this.options.incremental !== undefined;
   }
 
   attach(participants: CheckpointParticipants): void {
     this.participants = participants;
+    this.chain = undefined;
     this.finalTriggered = false;
   }
 
@@ -216,6 +253,12 @@ export class CheckpointCoordinator {
     let reject!: (error: unknown) => void;
     const result = new Promise<CheckpointStats>((res, rej) => ((resolve = res), (reject = rej)));
     const now = scheduler.now();
+    const chain = this.chain;
+    const fullEvery = this.options.incremental?.fullEvery ?? 1;
+    // A delta only on top of the checkpoint completed last with nothing in flight (a delta is relative to the
+    // previous snapshot), while the chain is short and its deltas smaller than its base, so restores stay bounded.
+    const delta = !savepoint && chain !== undefined && this.pending.size === 0 && chain.deltas + 1 < fullEvery && chain.deltaBytes < chain.baseBytes;
+    if (savepoint) this.chain = undefined;
     const pending: PendingCheckpoint = {
       id,
       dir: savepoint ? savepointDir(savepoint.dir, job, id) : checkpointDir(job, id),
@@ -230,6 +273,8 @@ export class CheckpointCoordinator {
       resolve,
       reject,
       aborted: false,
+      delta,
+      deltaOperators: new Set(),
     };
     this.pending.set(id, pending);
     pending.timeout = scheduler.schedule(() => {
@@ -280,7 +325,14 @@ export class CheckpointCoordinator {
         const operator = (await state.operator) ?? undefined;
         let written: boolean;
         if (state.keyed === undefined || range === undefined) written = await write(stateFileName(uid, subtask, undefined), null, { uid, operator });
-        else written = await this.writeChunks(state.keyed, { uid, subtask, range }, operator, write);
+        else {
+          const changes = pending.delta ? state.keyed.materializeChangeChunks : undefined;
+          const chunks = (changes ?? state.keyed.materializeChunks).call(state.keyed, this.options.chunkEntries ?? CHUNK_ENTRIES);
+          written = await this.writeChunks(chunks, { uid, subtask, range }, operator, write);
+          // A backend without deltas wrote its full state: that operator starts a new chain in this checkpoint.
+          if (changes) pending.deltaOperators.add(uid);
+          else pending.deltaOperators.delete(uid);
+        }
         // Aborted (a timeout, say) while a write was in flight: abort already removed the directory, and this
         // write brought it back; remove it again, or a partial checkpoint stays until the next restore's cleanup.
         if (!written) {
@@ -300,13 +352,13 @@ export class CheckpointCoordinator {
    * One chunk is read ahead to tell the two apart. Operator state goes into the first file.
    */
   private async writeChunks(
-    keyed: KeyedSnapshot,
+    payloads: Iterable<KeyedStatePayload>,
     task: { uid: string; subtask: number; range: KeyGroupRange },
     operator: Json | undefined,
     write: (file: string, keyGroups: [number, number] | null, payload: OperatorStatePayload) => Promise<boolean>,
   ): Promise<boolean> {
     const { uid, subtask, range } = task;
-    const chunks = keyed.materializeChunks(this.options.chunkEntries ?? CHUNK_ENTRIES)[Symbol.iterator]();
+    const chunks = payloads[Symbol.iterator]();
     let next = chunks.next();
     if (next.done) return write(stateFileName(uid, subtask, range), [range.start, range.end], { uid, keyed: { states: [], keyGroups: [] }, operator });
     for (let index = 0; !next.done; index++) {
@@ -337,14 +389,22 @@ export class CheckpointCoordinator {
     const { storage } = pending;
     const savepoint = pending.barrier.kind === 'savepoint';
     const stateBytes = pending.stats.reduce((sum, op) => sum + op.bytes, 0);
+    // A delta's operators list their new files first (the first carries the operator state), then the chain's.
+    const chain = pending.delta ? this.chain : undefined;
+    const operators = Array.from(pending.operators, ([uid, { role, files }]) => ({
+      uid,
+      role,
+      files: chain && pending.deltaOperators.has(uid) ? [...files, ...(chain.files.get(uid) ?? [])] : files,
+    }));
+    const sharedBytes = operators.reduce((sum, { files }) => sum + files.reduce((n, entry) => n + (entry.checkpoint === undefined ? 0 : entry.bytes), 0), 0);
     const metadata: CheckpointMetadata = {
       job,
       id: pending.id,
       kind: pending.barrier.kind,
       timestamp: pending.startedAt,
       maxParallelism,
-      operators: Array.from(pending.operators, ([uid, { role, files }]) => ({ uid, role, files })),
-      stats: { durationMs: scheduler.now() - pending.startedAt, bytes: stateBytes, fullSize: stateBytes, operators: pending.stats },
+      operators,
+      stats: { durationMs: scheduler.now() - pending.startedAt, bytes: stateBytes, fullSize: stateBytes + sharedBytes, operators: pending.stats },
     };
     const bytes = encodeFile('metadata', metadata);
     if (pending.aborted) return;
@@ -356,9 +416,13 @@ export class CheckpointCoordinator {
     pending.timeout?.unsubscribe();
     this.consecutiveFailures = 0;
     this.lastEndedAt = scheduler.now();
-    const stats = this.report(pending, 'completed', undefined, stateBytes + bytes.length);
+    const stats = this.report(pending, 'completed', undefined, stateBytes + bytes.length, stateBytes + sharedBytes + bytes.length);
     this.completed.push(stats);
-    if (!savepoint) this.retained.push(pending.id);
+    if (!savepoint) {
+      this.retained.push(pending.id);
+      this.references.set(pending.id, sharedFilesOf(metadata));
+      if (this.options.incremental) this.chain = this.nextChain(pending, operators, chain, stateBytes);
+    }
     try {
       await pending.participants.notifyComplete(pending.id);
     } catch (error) {
@@ -370,7 +434,23 @@ export class CheckpointCoordinator {
     pending.resolve(stats);
   }
 
-  private report(pending: PendingCheckpoint, status: CheckpointStats['status'], reason: string | undefined, bytes: number): CheckpointStats {
+  /** The chain the next checkpoint builds on after `pending` completed with `operators` on top of `chain`. */
+  private nextChain(pending: PendingCheckpoint, operators: CheckpointMetadata['operators'], chain: Chain | undefined, bytes: number): Chain {
+    const files = new Map(
+      operators.map(({ uid, files }) => [uid, files.filter((entry) => entry.keyGroups !== null).map((entry) => ({ ...entry, checkpoint: entry.checkpoint ?? pending.id }))]),
+    );
+    return chain
+      ? { id: pending.id, files, deltas: chain.deltas + 1, baseBytes: chain.baseBytes, deltaBytes: chain.deltaBytes + bytes }
+      : { id: pending.id, files, deltas: 0, baseBytes: bytes, deltaBytes: 0 };
+  }
+
+  private report(
+    pending: PendingCheckpoint,
+    status: CheckpointStats['status'],
+    reason: string | undefined,
+    bytes: number,
+    fullSize = bytes,
+  ): CheckpointStats {
     const { scheduler } = this.options;
     const { storage } = pending;
     const stats: CheckpointStats = {
@@ -381,7 +461,7 @@ export class CheckpointCoordinator {
       timestamp: pending.startedAt,
       durationMs: scheduler.now() - pending.startedAt,
       bytes,
-      fullSize: bytes,
+      fullSize,
       final: pending.barrier.final,
       kind: pending.barrier.kind,
       operators: pending.stats,
@@ -393,10 +473,17 @@ export class CheckpointCoordinator {
   /** Keeps the newest `retain` completed checkpoints; older directories go, complete or not. */
   private async applyRetention(): Promise<void> {
     const { storage, job, retain } = this.options;
+    for (const id of this.retained.slice(0, -retain)) this.references.delete(id);
     this.retained = this.retained.slice(-retain);
     const oldestKept = this.retained[0] ?? this.nextId;
     const ids = (await storage.list(job)).map(checkpointIdOf).filter((id): id is number => id !== undefined && id < oldestKept);
-    await Promise.all(ids.map((id) => storage.remove(checkpointDir(job, id))));
+    // Files a retained incremental checkpoint still references stay (their directory stops being a checkpoint).
+    await removeCheckpointDirs(storage, job, ids, this.neededFiles());
+  }
+
+  /** The shared files the retained checkpoints reference: reference counting over `references`. */
+  private neededFiles(): Set<string> {
+    return new Set(this.retained.flatMap((id) => this.references.get(id) ?? []));
   }
 
   /** Deletes every checkpoint of the job: `retainOnCancel: false`. */
@@ -425,6 +512,8 @@ export class CheckpointCoordinator {
 
   private abort(pending: PendingCheckpoint, reason: unknown, status: 'failed' | 'aborted'): void {
     pending.aborted = true;
+    // Its snapshots consumed the backends' changes since the chain's last checkpoint: the next one must be full.
+    this.chain = undefined;
     pending.timeout?.unsubscribe();
     this.pending.delete(pending.id);
     const error =

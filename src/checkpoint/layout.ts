@@ -38,6 +38,12 @@ export interface StateFileEntry {
   subtask: number;
   keyGroups: [number, number] | null;
   bytes: number;
+  /**
+   * Incremental checkpoints: the earlier checkpoint whose directory holds this file (the file is shared, see
+   * `sharedFiles.ts`); absent for a file of this checkpoint. Keyed files apply in checkpoint order: a base, then
+   * the deltas after it.
+   */
+  checkpoint?: number;
 }
 
 /** The `_metadata` payload: everything needed to find and check a checkpoint's files. */

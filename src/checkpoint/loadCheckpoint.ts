@@ -1,7 +1,7 @@
 import { CheckpointCorruptedError, CheckpointNotFoundError, ForeignCheckpointError } from '../core/errors';
 import type { CheckpointStorage, Json, KeyGroupRange, KeyedStatePayload } from '../core/types';
 import { decodeFile } from './fileFormat';
-import { METADATA_FILE, checkpointDir, checkpointIdOf, type CheckpointMetadata, type OperatorStatePayload } from './layout';
+import { METADATA_FILE, checkpointDir, checkpointIdOf, type CheckpointMetadata, type OperatorStatePayload, type StateFileEntry } from './layout';
 
 /** A checkpoint read back and fully checked: every file present, every checksum right. */
 export interface LoadedCheckpoint {
@@ -45,11 +45,21 @@ export async function loadCheckpoint(storage: CheckpointStorage, dir: string, jo
       `${where(METADATA_FILE)} belongs to job '${metadata.job}', not '${job}'; restore it with a job named '${metadata.job}' or pick this job's checkpoint`,
     );
   }
-  const readPayload = async (uid: string, file: string): Promise<{ payload: OperatorStatePayload; bytes: number }> => {
-    const bytes = await storage.read(`${dir}/${file}`);
-    const payload = decodeFile('state', bytes, where(file)) as OperatorStatePayload;
+  // A shared file (incremental checkpoints) is in the directory of the earlier checkpoint that wrote it.
+  const jobDir = dir.includes('/') ? dir.slice(0, dir.lastIndexOf('/') + 1) : '';
+  const readPayload = async (uid: string, entry: StateFileEntry): Promise<{ payload: OperatorStatePayload; bytes: number }> => {
+    const path = entry.checkpoint === undefined ? `${dir}/${entry.file}` : `${jobDir}chk-${entry.checkpoint}/${entry.file}`;
+    const name = storage.describe ? storage.describe(path) : `${storage.location}: ${path}`;
+    const bytes = await storage.read(path).catch((error: unknown) => {
+      if (!(error instanceof CheckpointNotFoundError) || entry.checkpoint === undefined) throw error;
+      throw new CheckpointCorruptedError(
+        `${name}: shared state file of checkpoint ${entry.checkpoint}, referenced by checkpoint ${metadata.id}, is missing; restore from another checkpoint`,
+        { cause: error },
+      );
+    });
+    const payload = decodeFile('state', bytes, name) as OperatorStatePayload;
     if (payload === null || typeof payload !== 'object' || payload.uid !== uid) {
-      throw new CheckpointCorruptedError(`${where(file)}: holds state of '${String(payload?.uid)}', expected '${uid}'`);
+      throw new CheckpointCorruptedError(`${name}: holds state of '${String(payload?.uid)}', expected '${uid}'`);
     }
     return { payload, bytes: bytes.length };
   };
@@ -62,8 +72,9 @@ export async function loadCheckpoint(storage: CheckpointStorage, dir: string, jo
     const keyed: (KeyedStatePayload | undefined)[] = [];
     const operators: (Json | undefined)[] = [];
     for (const entry of files) {
-      const { payload, bytes } = await readPayload(uid, entry.file);
-      operators.push(payload.operator);
+      const { payload, bytes } = await readPayload(uid, entry);
+      // A shared file's operator state is an earlier checkpoint's: this one's own files carry the current one.
+      operators.push(entry.checkpoint === undefined ? payload.operator : undefined);
       const keep = payload.keyed !== undefined && (kept += bytes) <= KEEP_LOADED_BYTES;
       keyed.push(keep ? payload.keyed : undefined);
     }
@@ -71,10 +82,13 @@ export async function loadCheckpoint(storage: CheckpointStorage, dir: string, jo
       operators,
       hasKeyed: files.some((entry) => entry.keyGroups !== null),
       async *keyed(range) {
-        for (const [index, entry] of files.entries()) {
+        // Incremental: the base first, then each delta in checkpoint order (a stable sort keeps each one's files in order).
+        const order = Array.from(files.keys()).sort((a, b) => (files[a]!.checkpoint ?? metadata.id) - (files[b]!.checkpoint ?? metadata.id));
+        for (const index of order) {
+          const entry = files[index]!;
           const groups = entry.keyGroups;
           if (groups === null || (range && (groups[1] < range.start || groups[0] > range.end))) continue;
-          const payload = keyed[index] ?? (await readPayload(uid, entry.file)).payload.keyed;
+          const payload = keyed[index] ?? (await readPayload(uid, entry)).payload.keyed;
           if (payload) yield payload;
         }
       },

@@ -65,6 +65,14 @@ export interface RecordTimestamp {
 }
 
 /**
+ * An operator's current watermark (its event time), one slot shared by its parallel instances: set by the operator
+ * runtime as watermarks arrive, read by state TTL in event time. -Infinity before the first watermark.
+ */
+export interface OperatorWatermark {
+  current: number;
+}
+
+/**
  * An input stopped (or resumed) producing records (Flink's WatermarkStatus): an idle input does not hold back the
  * watermark of an operator that reads several inputs.
  */

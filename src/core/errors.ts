@@ -65,3 +65,9 @@ export class StorageQuotaExceededError extends WeirError {}
 
 /** More checkpoints failed in a row than `checkpoints.tolerableFailures` allows. */
 export class CheckpointFailuresExceededError extends WeirError {}
+
+/**
+ * Another running job holds the lock of this job's checkpoint directory (same storage, same job name): two writers
+ * would delete each other's checkpoints. A lock whose process died, or whose heartbeat stopped, is taken over.
+ */
+export class CheckpointDirectoryLockedError extends WeirError {}

@@ -3,13 +3,13 @@ import type { CheckpointMode } from '../checkpoint/barrierAligner';
 import { taskId, type CheckpointCoordinator, type CheckpointTask, type SavepointTarget } from '../checkpoint/coordinator';
 import type { LoadedCheckpoint } from '../checkpoint/loadCheckpoint';
 import { QueryableStateRegistry } from '../query/queryableStateRegistry';
-import { CheckpointBarrier, ControlElement, type RecordTimestamp, type StreamElement } from './elements';
+import { CheckpointBarrier, ControlElement, type OperatorWatermark, type RecordTimestamp, type StreamElement } from './elements';
 import { NonReplayableSourceError } from './errors';
 import { keyGroupRangeFor } from './keyGroups';
 import type { GraphNode, TaskContext } from './graph';
 import type { JobGraph } from './jobGraph';
 import { SourceRunner } from './sourceRunner';
-import type { Json, KeyGroupRange, KeyedStateBackend, Scheduler, SinkWriter, StateBackend } from './types';
+import type { Json, KeyGroupRange, KeyedStateBackend, Scheduler, SinkWriter, StateBackend, StateClock } from './types';
 
 export interface ExecutionOptions {
   graph: JobGraph;
@@ -43,6 +43,8 @@ export class Execution {
   private readonly subscriptions: Subscription[] = [];
   /** The event timestamp slot shared by every operator of this attempt. */
   private readonly record: RecordTimestamp = { current: undefined };
+  /** Each operator's current watermark, by uid, shared by its parallel instances. */
+  private readonly watermarks = new Map<string, OperatorWatermark>();
   private readonly startCallbacks: (() => void)[] = [];
   /** The queryable states of this attempt, filled as its keyed backends register them. */
   readonly queryable: QueryableStateRegistry;
@@ -197,6 +199,7 @@ export class Execution {
     const range = keyGroupRangeFor(index, parallelism, maxParallelism);
     let backend: KeyedStateBackend | undefined;
     return {
+      watermark: this.watermarkOf(node.uid),
       subtaskIndex: index,
       parallelism,
       subtask: (i) => this.taskContext(node, i),
@@ -227,6 +230,26 @@ export class Execution {
     };
   }
 
+  private watermarkOf(uid: string): OperatorWatermark {
+    let watermark = this.watermarks.get(uid);
+    if (watermark === undefined) this.watermarks.set(uid, (watermark = { current: Number.NEGATIVE_INFINITY }));
+    return watermark;
+  }
+
+  /**
+   * The time state TTL reads in an operator: the job's scheduler, and the operator's watermark; before its first
+   * watermark, event time is the timestamp of the record being processed (there is no better estimate yet).
+   */
+  private stateClock(uid: string): StateClock {
+    const { scheduler } = this.options;
+    const watermark = this.watermarkOf(uid);
+    const record = this.record;
+    return {
+      processingTime: () => scheduler.now(),
+      eventTime: () => (watermark.current > Number.NEGATIVE_INFINITY ? watermark.current : (record.current ?? Number.NEGATIVE_INFINITY)),
+    };
+  }
+
   /** A subtask's keyed backend, registered for queries and disposed with the attempt. */
   private createKeyedBackend(uid: string, range: KeyGroupRange): KeyedStateBackend {
     const { stateBackend, maxParallelism } = this.options;
@@ -234,7 +257,9 @@ export class Execution {
       uid,
       maxParallelism,
       keyGroupRange: range,
+      clock: this.stateClock(uid),
       onStateRegistered: (descriptor) => this.queryable.register(uid, descriptor, backend),
+      trackChanges: this.options.coordinator?.incremental,
     });
     this.backends.push(backend);
     this.queryable.addBackend(uid, backend);

@@ -1,7 +1,7 @@
 import type { Observable } from 'rxjs';
 import type { CheckpointMode } from '../checkpoint/barrierAligner';
 import type { OperatorRole } from '../checkpoint/layout';
-import type { CheckpointBarrier, RecordTimestamp, StreamElement } from './elements';
+import type { CheckpointBarrier, OperatorWatermark, RecordTimestamp, StreamElement } from './elements';
 import type { Json, KeyGroupRange, KeyedSnapshot, KeyedStateBackend, Key, Scheduler, Sink, Source } from './types';
 
 /** What a node's runtime gets from the job for one attempt: its identity, state and the checkpoint hooks. */
@@ -12,6 +12,8 @@ export interface TaskContext {
   readonly checkpointing: boolean;
   /** The event timestamp of the record being processed, shared by the whole attempt. */
   readonly record: RecordTimestamp;
+  /** This operator's current watermark, shared by its instances; the operator runtime sets it as watermarks arrive. */
+  readonly watermark: OperatorWatermark;
   readonly maxParallelism: number;
   /** The key groups this instance owns. */
   readonly keyGroupRange: KeyGroupRange;

@@ -46,6 +46,18 @@ export interface CheckpointOptions {
    * default deletes them unless externalized checkpoints are retained).
    */
   retainOnCancel?: boolean;
+  /**
+   * Incremental checkpoints (Flink's incremental RocksDB checkpoints, for either backend): each checkpoint persists
+   * only the keyed state changed since the previous one, with removals as tombstones, and references the earlier
+   * checkpoints' files for the rest. Savepoints stay full. Default false.
+   */
+  incremental?: boolean;
+  /**
+   * Incremental only: every `fullEvery`-th checkpoint of a chain is full (default 10), so a restore reads a base and
+   * at most `fullEvery - 1` deltas. A chain also restarts with a full checkpoint once its deltas outgrow its base,
+   * after a failed checkpoint or a savepoint, and at every (re)start.
+   */
+  fullEvery?: number;
 }
 
 export interface JobOptions {
@@ -97,7 +109,7 @@ export class Job {
     if (typeof options?.name !== 'string' || !/^[\w.-]+$/.test(options.name) || options.name === '.' || options.name === '..') {
       throw new JobDefinitionError(`job name ${JSON.stringify(options?.name)} is not valid: use letters, digits, '.', '_' and '-'`);
     }
-    const { interval, retain, timeout, minPause, maxConcurrent, tolerableFailures, alignedTimeout, mode } = options.checkpoints ?? {};
+    const { interval, retain, timeout, minPause, maxConcurrent, tolerableFailures, alignedTimeout, mode, incremental, fullEvery } = options.checkpoints ?? {};
     const invalid = (what: string) => new JobDefinitionError(`job '${options.name}': checkpoints.${what}`);
     if (interval !== undefined && !(interval > 0)) throw invalid(`interval must be > 0 ms, got ${interval}`);
     if (timeout !== undefined && !(timeout > 0)) throw invalid(`timeout must be > 0 ms, got ${timeout}`);
@@ -113,6 +125,8 @@ export class Job {
     }
     if (alignedTimeout !== undefined && !(alignedTimeout >= 0)) throw invalid(`alignedTimeout must be ≥ 0 ms, got ${alignedTimeout}`);
     if (mode !== undefined && mode !== 'exactly-once' && mode !== 'at-least-once') throw invalid(`mode must be 'exactly-once' or 'at-least-once', got ${String(mode)}`);
+    if (incremental !== undefined && typeof incremental !== 'boolean') throw invalid(`incremental must be true or false, got ${String(incremental)}`);
+    if (fullEvery !== undefined && !(Number.isInteger(fullEvery) && fullEvery >= 1)) throw invalid(`fullEvery must be an integer ≥ 1, got ${fullEvery}`);
     if (retain !== undefined && !(Number.isInteger(retain) && retain >= 1)) {
       throw new JobDefinitionError(`job '${options.name}': checkpoints.retain must be an integer ≥ 1, got ${retain}`);
     }
@@ -162,6 +176,7 @@ export class Job {
           minPause: checkpoints?.minPause ?? 0,
           maxConcurrent: checkpoints?.maxConcurrent ?? 1,
           tolerableFailures: checkpoints?.tolerableFailures ?? 0,
+          ...(checkpoints?.incremental ? { incremental: { fullEvery: checkpoints.fullEvery ?? 10 } } : {}),
         })
       : undefined;
     const strategy = restartStrategy(this.options.restart);
@@ -174,6 +189,7 @@ export class Job {
       retainOnCancel: checkpoints?.retainOnCancel ?? true,
       coordinator,
       storage,
+      lock: storage?.lock ? () => storage.lock!(name) : undefined,
       restartStrategy: strategy,
       execution: {
         graph: this.graph,

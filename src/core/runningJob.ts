@@ -7,7 +7,7 @@ import { Execution, type ExecutionOptions } from './execution';
 import { StateQueries, type KeyPage, type KeyPageOptions, type QueryableStateReader, type QueryOptions } from '../query/stateQueries';
 import type { QueryableStateInfo } from '../query/queryableStateRegistry';
 import type { RestartStrategy } from './restartStrategy';
-import type { CheckpointStorage, Key, Scheduler } from './types';
+import type { CheckpointLock, CheckpointStorage, Key, Scheduler } from './types';
 
 /** Where a savepoint goes. */
 export interface SavepointOptions {
@@ -36,6 +36,8 @@ export interface RunSetup {
   coordinator: CheckpointCoordinator | undefined;
   /** Where the coordinator persists checkpoints; `asOf` queries read them there. */
   storage: CheckpointStorage | undefined;
+  /** Takes the storage's lock on the job's directory for the whole run (storages with `lock` only). */
+  lock?: () => Promise<CheckpointLock>;
   restartStrategy: RestartStrategy;
   execution: Omit<ExecutionOptions, 'restored' | 'restoringAtStart'>;
   /** Finds the checkpoint to start from (and prepares the coordinator); undefined for a fresh start. */
@@ -196,7 +198,10 @@ export class RunningJob implements QueryableStateReader {
   private async run(): Promise<JobResult> {
     const { setup } = this;
     const stopTimer = this.startCheckpointTimer();
+    let lock: CheckpointLock | undefined;
     try {
+      // Before anything is read: a second run on the same directory would delete the first one's checkpoints.
+      lock = await setup.lock?.();
       const startedFrom = await setup.restoreAtStart();
       this.restoredFrom = startedFrom?.path;
       let restored = startedFrom;
@@ -229,6 +234,8 @@ export class RunningJob implements QueryableStateReader {
       this.queries.end();
       this.ended = true;
       stopTimer();
+      // Released before `done` settles, so that a job started right after this one ended finds the directory free.
+      await lock?.release().catch(() => undefined);
     }
   }
 

@@ -63,8 +63,41 @@ export interface StateDescriptor<S, STORED = unknown> {
    * to each element of a list state, each value of a map state, and the value (or accumulator) of the other kinds.
    */
   readonly migrate?: (value: unknown, fromVersion: number) => unknown;
+  /** Time-to-live: values (list and map entries each) expire this long after their last access; see `StateTtlConfig`. */
+  readonly ttl?: StateTtlConfig;
   /** Phantom field carrying the state object's type; never set. */
   readonly __state?: S;
+}
+
+/**
+ * State time-to-live (Flink's StateTtlConfig). A value expires once `lastAccess + ttl <= now`; value, reducing and
+ * aggregating state expire as a whole, list and map state per element and per entry.
+ */
+export interface StateTtlConfig {
+  /** How long a value lives after its last access, in ms of `timeCharacteristic` time (> 0). */
+  readonly ttl: number;
+  /** Which accesses restart the clock: writes only (default), or reads too. */
+  readonly update?: 'on-create-and-write' | 'on-read-and-write';
+  /** Whether an expired value still in state may be read once more (it is removed by that read), or never (default). */
+  readonly visibility?: 'never-return-expired' | 'return-expired-if-not-cleaned-up';
+  /**
+   * Expired values are always dropped when read. Besides: `fullSnapshot` leaves them out of every snapshot written;
+   * `incremental: n` checks `n` more keys of the state for expired values on each access of it.
+   */
+  readonly cleanup?: { readonly fullSnapshot?: boolean; readonly incremental?: number };
+  /**
+   * Whose time: the job's clock (`'processing-time'`, default, as in Flink), or the operator's current watermark
+   * (`'event-time'`, which Flink lacks; before the first watermark, the timestamp of the record being processed).
+   */
+  readonly timeCharacteristic?: 'processing-time' | 'event-time';
+}
+
+/** Time as keyed state sees it, for TTL: given to a keyed backend by the job (`KeyedBackendOptions.clock`). */
+export interface StateClock {
+  /** The job's processing time: its scheduler's `now()`. */
+  processingTime(): number;
+  /** The operator's event time: its current watermark. */
+  eventTime(): number;
 }
 
 export interface ValueState<T> {
@@ -120,6 +153,8 @@ export interface StateMeta {
   readonly serializerVersion: number;
   /** The descriptor's schema `version`; absent for version 1. */
   readonly version?: number;
+  /** Whether values are stored with their TTL timestamps (`StateDescriptor.ttl`); absent without TTL. */
+  readonly ttl?: true;
 }
 
 /**
@@ -134,10 +169,19 @@ export interface KeyedStatePayload {
    * namespace (a window) is left out for state that is not scoped to one.
    */
   readonly keyGroups: [number, SnapshotEntry[]][];
+  /**
+   * Only in a delta (an incremental checkpoint's payload, see `KeyedSnapshot.materializeChangeChunks`): the entries
+   * removed since the previous snapshot, `[keyGroup, [[stateIndex, encodedKey, namespace?], …]]`. Restoring a delta
+   * after the payloads it follows applies its entries over theirs and removes these.
+   */
+  readonly removed?: [number, RemovedEntry[]][];
 }
 
 /** One key's value of one state in one namespace, encoded. */
 export type SnapshotEntry = [state: number, key: unknown, value: unknown, namespace?: string];
+
+/** One key's value of one state in one namespace that a delta removes. */
+export type RemovedEntry = [state: number, key: unknown, namespace?: string];
 
 /**
  * A snapshot whose synchronous part is done: state is frozen, `materialize` or `materializeChunks` (one of them,
@@ -152,6 +196,13 @@ export interface KeyedSnapshot {
    * Releases the snapshot once iterated to the end.
    */
   materializeChunks(maxEntries: number): Iterable<KeyedStatePayload>;
+  /**
+   * Like `materializeChunks`, but only what changed since this backend's previous snapshot (a delta, for incremental
+   * checkpoints): the entries written since, with their values as of this snapshot, and `removed` entries for those
+   * deleted since. Present when the backend was created with `trackChanges`. Taking a snapshot starts a new change
+   * set whichever way it is materialised, so a delta is only meaningful on top of the previous snapshot's state.
+   */
+  materializeChangeChunks?(maxEntries: number): Iterable<KeyedStatePayload>;
   /** Releases copy-on-write bookkeeping; called once the payload is produced or the checkpoint aborted. */
   release(): void;
 }
@@ -206,6 +257,13 @@ export interface KeyedBackendOptions {
   keyGroupRange: KeyGroupRange;
   /** Called once per state the first time a descriptor registers it (e.g. to index queryable states); may throw. */
   onStateRegistered?(descriptor: StateDescriptor<unknown>): void;
+  /** Track the keys written between snapshots, for `KeyedSnapshot.materializeChangeChunks` (incremental checkpoints). */
+  trackChanges?: boolean;
+  /**
+   * Time for state TTL, given by the job. Backends need not read it: `withStateTtl` layers TTL over a backend and
+   * takes its time from here. A state with a TTL cannot be used without it.
+   */
+  clock?: StateClock;
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -231,6 +289,18 @@ export interface CheckpointStorage {
   remove(path: string): Promise<void>;
   /** Where a path is, for users (an absolute path on disk); defaults to the path itself. */
   describe?(path: string): string;
+  /**
+   * Optional: takes the exclusive lock of a job's directory for as long as a run of the job lasts, rejecting with
+   * `CheckpointDirectoryLockedError` while another live run holds it. Storages shared between processes (the file
+   * system) implement it; a lock left by a process that died must not block forever.
+   */
+  lock?(job: string): Promise<CheckpointLock>;
+}
+
+/** A held `CheckpointStorage.lock`. */
+export interface CheckpointLock {
+  /** Gives the lock up; a no-op once the lock was taken over or removed. */
+  release(): Promise<void>;
 }
 
 // ---------------------------------------------------------------------------------------------------------------

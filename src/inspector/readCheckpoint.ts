@@ -148,17 +148,28 @@ export async function summarizeCheckpoint(
   const problems: string[] = [];
   if (metadata.job !== basename(job)) problems.push(`${where(METADATA_FILE)} belongs to job '${metadata.job}', not '${basename(job)}'`);
   if (metadata.id !== id) problems.push(`${where(METADATA_FILE)} is checkpoint ${metadata.id}, not ${id}`);
+  // Incremental checkpoints reference files in earlier checkpoints' directories: read those where they are.
+  for (const entry of metadata.operators.flatMap((operator) => operator.files)) {
+    if (entry.checkpoint === undefined) continue;
+    const path = `${checkpointDir(job, entry.checkpoint)}/${entry.file}`;
+    try {
+      bytes.set(sharedName(entry), await storage.read(path));
+    } catch (error) {
+      errors.set(sharedName(entry), `${storage.describe ? storage.describe(path) : path}: ${(error as Error).message}`);
+    }
+  }
   const operators = metadata.operators.map((operator): OperatorSummary => {
     const states = new Map<string, StateTally>();
     let operatorStateBytes = 0;
     const operatorFiles = operator.files.map((entry) => {
-      const data = bytes.get(entry.file);
-      const summary = { file: entry.file, bytes: data?.length ?? 0, keyGroups: entry.keyGroups };
+      const file = entry.checkpoint === undefined ? entry.file : sharedName(entry);
+      const data = bytes.get(file);
+      const summary = { file, bytes: data?.length ?? 0, keyGroups: entry.keyGroups };
       try {
-        if (!data) throw new Error(errors.get(entry.file) ?? `${where(entry.file)} is missing`);
-        const payload = decodeFile('state', data, where(entry.file)) as OperatorStatePayload;
+        if (!data) throw new Error(errors.get(file) ?? `${where(file)} is missing`);
+        const payload = decodeFile('state', data, where(file)) as OperatorStatePayload;
         if (payload === null || typeof payload !== 'object' || payload.uid !== operator.uid) {
-          throw new Error(`${where(entry.file)}: holds state of '${String(payload?.uid)}', expected '${operator.uid}'`);
+          throw new Error(`${where(file)}: holds state of '${String(payload?.uid)}', expected '${operator.uid}'`);
         }
         if (payload.operator !== undefined) operatorStateBytes += utf8Length(JSON.stringify(payload.operator));
         if (payload.keyed) tally(payload, states);
@@ -253,4 +264,9 @@ function join(dir: string, name: string): string {
 
 function basename(path: string): string {
   return path.slice(path.lastIndexOf('/') + 1);
+}
+
+/** How a file shared from an earlier checkpoint (incremental) is named in a summary: relative to this checkpoint. */
+function sharedName(entry: { file: string; checkpoint?: number }): string {
+  return `../chk-${entry.checkpoint}/${entry.file}`;
 }

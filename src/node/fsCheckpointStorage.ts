@@ -2,15 +2,26 @@ import { readFile, readdir, rm } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { CheckpointNotFoundError } from '../core/errors';
 import type { CheckpointStorage } from '../core/types';
+import { acquireFsLock, type FsLockOptions } from './fsLock';
 import { errorCode, isTempFile, writeFileAtomic } from './fsInternals';
+
+export interface FsCheckpointStorageOptions {
+  /**
+   * The lock that keeps two running jobs of one name off the directory (`<job>/.lock`; see `CheckpointStorage.lock`):
+   * its staleness and heartbeat periods, or `false` to go without it. On by default.
+   */
+  lock?: FsLockOptions | false;
+}
 
 /**
  * Checkpoint storage in a directory of the local file system (Flink's FileSystemCheckpointStorage). Paths are
  * `/`-separated and relative to `dir`; an absolute path is used as it is. Every write is atomic and durable
  * (temp file, fsync, rename, fsync of the directory), so a crash at any point leaves either the old or the new file.
+ * A running job holds `<job>/.lock`: a second job of the same name on the same directory fails to start with
+ * `CheckpointDirectoryLockedError`, while a lock left by a dead process is taken over.
  * @example createJob({ name: 'clicks', checkpoints: { storage: fsCheckpointStorage('./checkpoints'), interval: 1_000 } })
  */
-export function fsCheckpointStorage(dir: string): CheckpointStorage {
+export function fsCheckpointStorage(dir: string, options: FsCheckpointStorageOptions = {}): CheckpointStorage {
   const root = resolve(dir);
   const absolute = (path: string) => resolve(root, path);
 
@@ -44,6 +55,7 @@ export function fsCheckpointStorage(dir: string): CheckpointStorage {
       await rm(absolute(path), { recursive: true, force: true });
     },
     describe: absolute,
+    ...(options.lock === false ? {} : { lock: (job: string) => acquireFsLock(absolute(`${job}/.lock`), job, options.lock || {}) }),
   };
 }
 

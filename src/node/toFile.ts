@@ -45,7 +45,7 @@ export function fileSink<T>(path: string, { format = JSON.stringify }: { format?
       if (restoredState === undefined) {
         await createEmpty(target);
       } else {
-        const state = checkState(restoredState, name);
+        const state = checkState(restoredState, name, target);
         // Finish what the restored checkpoint promised, then drop what newer checkpoints committed after it.
         for (const txn of state.pending) await commitTransaction(target, txn, name);
         await syncAndClose(await openAt(target, state.end, name));
@@ -190,7 +190,8 @@ async function removeParts(target: string): Promise<void> {
   }
 }
 
-function checkState(state: Json, name: string): ToFileState {
+/** A restored state is checked before it is acted on: its part files must be the ones this sink names itself. */
+function checkState(state: Json, name: string, target: string): ToFileState {
   const isLength = (n: unknown): n is number => typeof n === 'number' && Number.isSafeInteger(n) && n >= 0;
   const candidate = state as Partial<ToFileState> | null;
   const valid =
@@ -201,8 +202,8 @@ function checkState(state: Json, name: string): ToFileState {
     candidate.pending.every(
       (txn) =>
         typeof txn === 'object' && txn !== null && isLength(txn.id) && isLength(txn.base) && isLength(txn.size) &&
-        typeof txn.part === 'string' && txn.part === basename(txn.part),
+        txn.part === `${basename(target)}.part-${txn.id}`,
     );
-  if (!valid) throw new CheckpointCorruptedError(`${name}: the checkpoint's sink state is not a toFile state: ${JSON.stringify(state)}`);
+  if (!valid) throw new CheckpointCorruptedError(`${name}: the checkpoint's sink state is not a toFile state: ${JSON.stringify(state)?.slice(0, 200)}`);
   return candidate as ToFileState;
 }

@@ -112,6 +112,12 @@ export function keyedContext<R>(
     state<S>(descriptor: StateDescriptor<S, any>): S {
       return backend ? backend.getState(descriptor) : noKey();
     },
+    operatorState(descriptor) {
+      throw new NoKeyedContextError(
+        `operator '${task.uid}': operator state '${descriptor.name}' is available to process on a flow that is not keyed; ` +
+          `${kind} keeps its state per key: use ctx.state`,
+      );
+    },
   };
   const out: Output<R> = { emit, side: (tag, value) => emit(new SideOutputElement(tag.id, value, record.current) as never) };
   return { ctx, out, service };

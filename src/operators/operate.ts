@@ -64,8 +64,11 @@ export function operate<T, R>(input: Flow<T>, spec: OperatorSpec<T, R>): Flow<R>
             try {
               if (!(element instanceof ControlElement)) active.onRecord(element as T);
               else if (element instanceof CheckpointBarrier && active.onBarrier) active.onBarrier(element, forwardTo(element));
-              else if (element instanceof Watermark && active.onWatermark) active.onWatermark(element, forwardTo(element));
-              else if (element instanceof SideOutputElement) active.onSideOutput?.(element);
+              else if (element instanceof Watermark) {
+                task.watermark.current = element.timestamp;
+                if (active.onWatermark) active.onWatermark(element, forwardTo(element));
+                else subscriber.next(element);
+              } else if (element instanceof SideOutputElement) active.onSideOutput?.(element);
               else subscriber.next(element);
             } catch (error) {
               subscriber.error(error);

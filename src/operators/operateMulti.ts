@@ -98,6 +98,7 @@ export function operateMulti<R>(inputs: Flow<unknown>[], spec: MultiInputSpec<R>
             },
             cancelled: (id) => subscriber.next(new CancelCheckpointMarker(id)),
             watermark(timestamp) {
+              task.watermark.current = timestamp;
               handler.onWatermark?.(timestamp);
               subscriber.next(new Watermark(timestamp));
             },

@@ -2,13 +2,14 @@ import { SideOutputElement, type Watermark } from '../core/elements';
 import type { Flow } from '../core/flow';
 import { KeyedFlow } from '../core/flow';
 import { NoKeyedContextError } from '../core/errors';
-import type { Key, KeyedStateBackend, StateDescriptor } from '../core/types';
+import type { Json, Key, ListState, StateDescriptor } from '../core/types';
+import { OperatorStateStore, type OperatorStateOptions } from '../state/operatorStateStore';
 import type { TimeDomain } from '../time/timerService';
 import { keyedContext } from './coProcess';
 import type { ProcessWindowFunction } from '../windows/windowFunction';
 import { WindowedFlow } from '../windows/windowedFlow';
 import { windowOperator } from '../windows/windowOperator';
-import { keyedOperate } from './keyedOperate';
+import { checkParallelism, keyedOperate } from './keyedOperate';
 import { operate } from './operate';
 import type { OutputTag } from './sideOutput';
 
@@ -33,6 +34,13 @@ export interface ProcessContext {
   /** The keyed state for a descriptor, scoped to the current key. */
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any stored type
   state<S>(descriptor: StateDescriptor<S, any>): S;
+  /**
+   * This instance's operator list state (Flink's operator state), on a flow that is not keyed: saved with every
+   * checkpoint and, when the job is restored at another parallelism, redistributed by `redistribution`
+   * (`'even-split'` by default, or `'union'`).
+   * @example const offsets = ctx.operatorState(listState<number>('buffer'), { redistribution: 'even-split' });
+   */
+  operatorState<T>(descriptor: StateDescriptor<ListState<T>, T[]>, options?: OperatorStateOptions): ListState<T>;
   /** Timers, on keyed flows. */
   readonly timers: Timers;
 }
@@ -72,7 +80,10 @@ export interface ProcessFunction<T, R> {
 /** Options of `process`. */
 export interface ProcessOptions {
   uid?: string;
-  /** Parallel instances on a keyed flow, each owning a range of key groups (the job's `parallelism` by default). */
+  /**
+   * Parallel instances. On a keyed flow each owns a range of key groups (the job's `parallelism` by default); on
+   * other flows records go to the instances in turn (round-robin), each with its own operator state (1 by default).
+   */
   parallelism?: number;
 }
 
@@ -86,26 +97,56 @@ export function process<T, R>(fn: ProcessFunction<T, R> | ProcessWindowFunction<
     }
     const processFunction = fn as ProcessFunction<T, R>;
     if (input instanceof KeyedFlow) return keyedProcess(input, processFunction, options.uid, options.parallelism);
-    return operate<T, R>(input, {
-      kind: 'process',
-      uid: options.uid,
-      setup(task, emit) {
-        const noTimers = () => {
-          throw new NoKeyedContextError(`operator '${task.uid}': timers need a keyed flow; put keyBy before process`);
-        };
-        const ctx = processContext(undefined, task.uid, () => task.record.current, {
-          registerEventTimeTimer: noTimers,
-          registerProcessingTimeTimer: noTimers,
-          deleteEventTimeTimer: noTimers,
-          deleteProcessingTimeTimer: noTimers,
-          currentWatermark: () => Number.NEGATIVE_INFINITY,
-          currentProcessingTime: () => task.scheduler.now(),
-        });
-        const out = output(emit, () => task.record.current);
-        return { onRecord: (value) => processFunction.onElement(value, ctx, out) };
-      },
-    });
+    return nonKeyedProcess(input, processFunction, options);
   };
+}
+
+/**
+ * `process` on a flow that is not keyed: `parallelism` instances take the records in turn, each with its own
+ * operator state, which every instance snapshots as its own subtask (so a restore can redistribute it).
+ */
+function nonKeyedProcess<T, R>(input: Flow<T>, fn: ProcessFunction<T, R>, options: ProcessOptions): Flow<R> {
+  const parallelism = checkParallelism('process', options.parallelism);
+  return operate<T, R>(input, {
+    kind: 'process',
+    uid: options.uid,
+    stateful: true,
+    parallelism,
+    setup(task, emit) {
+      const noTimers = () => {
+        throw new NoKeyedContextError(`operator '${task.uid}': timers need a keyed flow; put keyBy before process`);
+      };
+      const timers: Timers = {
+        registerEventTimeTimer: noTimers,
+        registerProcessingTimeTimer: noTimers,
+        deleteEventTimeTimer: noTimers,
+        deleteProcessingTimeTimer: noTimers,
+        currentWatermark: () => task.watermark.current,
+        currentProcessingTime: () => task.scheduler.now(),
+      };
+      const out = output(emit, () => task.record.current);
+      const saved = task.restoredOperatorStates.map((state) => (state as { operatorState?: Json } | null)?.operatorState);
+      const instances = Array.from({ length: parallelism }, (_, index) => {
+        const store = new OperatorStateStore(task.uid, index, parallelism, saved);
+        const ctx = processContext(task.uid, () => task.record.current, timers, store);
+        return { subtask: parallelism === 1 ? task : task.subtask(index), store, ctx };
+      });
+      let next = 0;
+      return {
+        onRecord(value) {
+          const instance = instances[next]!;
+          next = next + 1 === parallelism ? 0 : next + 1;
+          fn.onElement(value, instance.ctx, out);
+        },
+        onBarrier(barrier, forward) {
+          instances.forEach(({ subtask, store }, index) =>
+            // One barrier goes on, after the last instance captured its state.
+            subtask.snapshot(barrier, () => ({ operator: { operatorState: store.snapshot() } }), index === parallelism - 1 ? forward : () => undefined),
+          );
+        },
+      };
+    },
+  });
 }
 
 function keyedProcess<T, R>(input: KeyedFlow<T>, fn: ProcessFunction<T, R>, uid: string | undefined, parallelism: number | undefined): Flow<R> {
@@ -124,24 +165,21 @@ function keyedProcess<T, R>(input: KeyedFlow<T>, fn: ProcessFunction<T, R>, uid:
   }, { parallelism });
 }
 
-/** One context per operator instance, reused for every record (no allocation per record). */
-function processContext(backend: KeyedStateBackend | undefined, uid: string, timestamp: () => number | undefined, timers: Timers): ProcessContext {
+/** The context of one instance of a process function on a flow that is not keyed, reused for every record. */
+function processContext(uid: string, timestamp: () => number | undefined, timers: Timers, operatorState: OperatorStateStore): ProcessContext {
   return {
-    get key() {
-      return backend?.getCurrentKey();
-    },
+    key: undefined,
     get timestamp() {
       return timestamp();
     },
     timers,
     state<S>(descriptor: StateDescriptor<S, unknown>): S {
-      if (!backend) {
-        throw new NoKeyedContextError(
-          `operator '${uid}': state '${descriptor.name}' is keyed state, but this process function is not on a keyed flow; put keyBy before it`,
-        );
-      }
-      return backend.getState(descriptor);
+      throw new NoKeyedContextError(
+        `operator '${uid}': state '${descriptor.name}' is keyed state, but this process function is not on a keyed flow; ` +
+          'put keyBy before it, or use ctx.operatorState for state per instance',
+      );
     },
+    operatorState: (descriptor, options) => operatorState.getListState(descriptor, options),
   };
 }
 

@@ -219,8 +219,7 @@ export class StateQueries implements QueryableStateReader {
     const loaded = await loadCheckpoint(storage, dir, this.job);
     const values = new Map<Key, unknown>();
     let version = descriptor.serializer.version;
-    for (const { keyed } of loaded.states.get(uid) ?? []) {
-      if (!keyed) continue;
+    for await (const keyed of loaded.states.get(uid)?.keyed() ?? []) {
       const index = keyed.states.findIndex((meta) => meta.name === descriptor.name);
       if (index < 0) continue;
       const meta = keyed.states[index]!;

@@ -6,9 +6,11 @@ import type {
   ReducingState,
   Serializer,
   StateDescriptor,
+  StateTtlConfig,
   ValueState,
 } from '../core/types';
 import { autoSerializer, mapSerializer } from './serializers';
+import { checkTtl } from './ttl/ttlConfig';
 
 export interface StateOptions<T> {
   /** How values are written in snapshots; `autoSerializer()` (JSON, superjson only for rich values) by default. */
@@ -29,13 +31,21 @@ export interface StateOptions<T> {
    * @example valueState<{ cents: number }>('balance', { version: 2, migrate: (old, from) => (from === 1 ? { cents: (old as number) * 100 } : old) as { cents: number } })
    */
   migrate?: (value: unknown, fromVersion: number) => T extends (infer E)[] ? E : T extends Map<unknown, infer V> ? V : T;
+  /**
+   * Time-to-live with Flink's semantics: a value expires `ttl` ms after its last write (or read, with
+   * `update: 'on-read-and-write'`); list elements and map entries expire one by one. Switching TTL on or off for
+   * saved state is a `StateMigrationError`.
+   * @example valueState<string>('last-login', { ttl: { ttl: 24 * 3600_000, cleanup: { fullSnapshot: true } } })
+   */
+  ttl?: StateTtlConfig;
 }
 
 /** The descriptor fields every state kind takes from its options. */
-function common<T>(options: StateOptions<T>) {
-  const { version, migrate, queryable } = options;
+function common<T>(name: string, options: StateOptions<T>) {
+  const { version, migrate, queryable, ttl } = options;
   if (version !== undefined && !(Number.isInteger(version) && version >= 1)) throw new TypeError(`state version must be an integer ≥ 1, got ${String(version)}`);
-  return { queryable, version, migrate: migrate as ((value: unknown, fromVersion: number) => unknown) | undefined };
+  checkTtl(name, ttl);
+  return { queryable, version, migrate: migrate as ((value: unknown, fromVersion: number) => unknown) | undefined, ...(ttl === undefined ? {} : { ttl }) };
 }
 
 /**
@@ -45,7 +55,7 @@ function common<T>(options: StateOptions<T>) {
  * // in a process function: ctx.state(seen).update(ctx.state(seen).value()! + 1)
  */
 export function valueState<T>(name: string, options: StateOptions<T> & { default?: T } = {}): StateDescriptor<ValueState<T>, T> {
-  return { name, kind: 'value', serializer: options.serializer ?? autoSerializer<T>(), defaultValue: options.default, ...common(options) };
+  return { name, kind: 'value', serializer: options.serializer ?? autoSerializer<T>(), defaultValue: options.default, ...common(name, options) };
 }
 
 /**
@@ -53,7 +63,7 @@ export function valueState<T>(name: string, options: StateOptions<T> & { default
  * @example const recent = listState<string>('recent');
  */
 export function listState<T>(name: string, options: StateOptions<T[]> = {}): StateDescriptor<ListState<T>, T[]> {
-  return { name, kind: 'list', serializer: options.serializer ?? autoSerializer<T[]>(), ...common(options) };
+  return { name, kind: 'list', serializer: options.serializer ?? autoSerializer<T[]>(), ...common(name, options) };
 }
 
 /**
@@ -61,7 +71,7 @@ export function listState<T>(name: string, options: StateOptions<T[]> = {}): Sta
  * @example const perPage = mapState<string, number>('per-page');
  */
 export function mapState<K, V>(name: string, options: StateOptions<Map<K, V>> = {}): StateDescriptor<MapState<K, V>, Map<K, V>> {
-  return { name, kind: 'map', serializer: options.serializer ?? mapSerializer<K, V>(), ...common(options) };
+  return { name, kind: 'map', serializer: options.serializer ?? mapSerializer<K, V>(), ...common(name, options) };
 }
 
 /**
@@ -73,7 +83,7 @@ export function reducingState<T>(
   reduce: (a: T, b: T) => T,
   options: StateOptions<T> = {},
 ): StateDescriptor<ReducingState<T>, T> {
-  return { name, kind: 'reducing', serializer: options.serializer ?? autoSerializer<T>(), reduce, ...common(options) };
+  return { name, kind: 'reducing', serializer: options.serializer ?? autoSerializer<T>(), reduce, ...common(name, options) };
 }
 
 /**
@@ -90,6 +100,6 @@ export function aggregatingState<IN, ACC, OUT>(
     kind: 'aggregating',
     serializer: options.serializer ?? autoSerializer<ACC>(),
     aggregate: aggregate as AggregateFunction<unknown, ACC, unknown>,
-    ...common(options),
+    ...common(name, options),
   };
 }

@@ -1,33 +1,36 @@
-import type { KeyedStatePayload, SnapshotEntry, StateMeta } from '../core/types';
+import type { KeyedStatePayload, RemovedEntry, SnapshotEntry, StateMeta } from '../core/types';
 
 /**
  * Cuts a stream of snapshot entries, arriving in ascending key-group order, into payloads for
  * `KeyedSnapshot.materializeChunks`: a payload is closed at the first key-group boundary once it holds `maxEntries`
  * entries, and a key group that reaches `maxEntries` entries by itself is cut there and goes on in the next payload.
- * So a payload holds fewer than `2 × maxEntries` entries, and only oversized key groups span payloads. Shared by
- * every backend so that their chunks have the same shape.
+ * So a payload holds fewer than `2 × maxEntries` entries, and only oversized key groups span payloads. Removed
+ * entries (deltas) count as entries. Shared by every backend so that their chunks have the same shape.
  */
 export class SnapshotChunker {
   private keyGroups: [number, SnapshotEntry[]][] = [];
+  private removed: [number, RemovedEntry[]][] = [];
   private group: SnapshotEntry[] | undefined;
+  private removedGroup: RemovedEntry[] | undefined;
   private groupId = -1;
+  private groupCount = 0;
   private count = 0;
 
   constructor(private readonly states: StateMeta[], private readonly maxEntries: number) {}
 
   /** Adds one entry of `keyGroup`; returns a payload when this closed one. */
   add(keyGroup: number, entry: SnapshotEntry): KeyedStatePayload | undefined {
-    let closed: KeyedStatePayload | undefined;
-    if (keyGroup !== this.groupId || this.group === undefined) {
-      if (this.count >= this.maxEntries) closed = this.take();
-      this.groupId = keyGroup;
-      this.keyGroups.push([keyGroup, (this.group = [])]);
-    } else if (this.group.length >= this.maxEntries) {
-      closed = this.take();
-      this.keyGroups.push([keyGroup, (this.group = [])]);
-    }
+    const closed = this.advance(keyGroup);
+    if (this.group === undefined) this.keyGroups.push([keyGroup, (this.group = [])]);
     this.group.push(entry);
-    this.count++;
+    return closed;
+  }
+
+  /** Adds one removed entry of `keyGroup` (a delta's); returns a payload when this closed one. */
+  remove(keyGroup: number, entry: RemovedEntry): KeyedStatePayload | undefined {
+    const closed = this.advance(keyGroup);
+    if (this.removedGroup === undefined) this.removed.push([keyGroup, (this.removedGroup = [])]);
+    this.removedGroup.push(entry);
     return closed;
   }
 
@@ -36,10 +39,28 @@ export class SnapshotChunker {
     return this.count > 0 ? this.take() : undefined;
   }
 
+  private advance(keyGroup: number): KeyedStatePayload | undefined {
+    let closed: KeyedStatePayload | undefined;
+    if (keyGroup !== this.groupId) {
+      if (this.count >= this.maxEntries) closed = this.take();
+      this.groupId = keyGroup;
+      this.groupCount = 0;
+      this.group = this.removedGroup = undefined;
+    } else if (this.groupCount >= this.maxEntries) {
+      closed = this.take();
+      this.groupCount = 0;
+    }
+    this.groupCount++;
+    this.count++;
+    return closed;
+  }
+
   private take(): KeyedStatePayload {
-    const payload = { states: this.states, keyGroups: this.keyGroups };
+    const payload: KeyedStatePayload =
+      this.removed.length === 0 ? { states: this.states, keyGroups: this.keyGroups } : { states: this.states, keyGroups: this.keyGroups, removed: this.removed };
     this.keyGroups = [];
-    this.group = undefined;
+    this.removed = [];
+    this.group = this.removedGroup = undefined;
     this.count = 0;
     return payload;
   }

@@ -28,10 +28,13 @@ export function describe(descriptor: StateDescriptor<unknown>): string {
 
 /** What a snapshot records about a state, so that a restore can check it against the descriptor reading it. */
 export function metaOf(descriptor: StateDescriptor<unknown>): StateMeta {
-  const { name, kind, serializer, version } = descriptor;
+  const { name, kind, serializer, version, ttl } = descriptor;
   const meta: StateMeta = { name, kind, serializer: serializer.id, serializerVersion: serializer.version };
-  return version === undefined || version === 1 ? meta : { ...meta, version };
+  const versioned = version === undefined || version === 1 ? meta : { ...meta, version };
+  return ttl === undefined ? versioned : { ...versioned, ttl: true };
 }
+
+const withTtl = (ttl: boolean) => (ttl ? 'with a TTL' : 'without a TTL');
 
 /** Two descriptors of one name within an operator must agree on kind and serializer. */
 export function checkSameRegistration(uid: string, was: StateDescriptor<unknown>, descriptor: StateDescriptor<unknown>): void {
@@ -41,6 +44,12 @@ export function checkSameRegistration(uid: string, was: StateDescriptor<unknown>
         `not ${describe(descriptor)}; give the second state another name`,
     );
   }
+  if ((was.ttl === undefined) !== (descriptor.ttl === undefined)) {
+    throw new StateDescriptorConflictError(
+      `operator '${uid}': state '${descriptor.name}' is already registered ${withTtl(was.ttl !== undefined)}, ` +
+        `not ${withTtl(descriptor.ttl !== undefined)}; give the second state another name`,
+    );
+  }
 }
 
 /**
@@ -48,6 +57,13 @@ export function checkSameRegistration(uid: string, was: StateDescriptor<unknown>
  * newer schema version (older values are migrated, see `restoredDecoder`).
  */
 export function checkRestoredMeta(uid: string, meta: StateMeta, descriptor: StateDescriptor<unknown>): void {
+  // Values saved with TTL timestamps cannot be read as plain ones, nor the other way round (as in Flink).
+  if ((meta.ttl === true) !== (descriptor.ttl !== undefined)) {
+    throw new StateMigrationError(
+      `operator '${uid}': state '${descriptor.name}' was saved ${withTtl(meta.ttl === true)} but is now read ${withTtl(descriptor.ttl !== undefined)}; ` +
+        'TTL cannot be switched on or off for saved state: keep the ttl option as it was, or use another state name',
+    );
+  }
   if (meta.kind !== descriptor.kind || meta.serializer !== descriptor.serializer.id) {
     throw new StateMigrationError(
       `operator '${uid}': state '${descriptor.name}' was saved as ${meta.kind} state with serializer '${meta.serializer}' ` +

@@ -513,5 +513,244 @@ export function describeKeyedStateBackend(name: string, create: () => StateBacke
         expect(() => restored.getState(valueState<number>('s', { serializer: jsonSerializer() }))).toThrow(StateMigrationError);
       });
     });
+
+    describe('namespaces (window state)', () => {
+      it('keeps each namespace of a key apart from the void one and from the others', () => {
+        const value = backend.getState(valueState<number>('v'));
+        const map = backend.getState(mapState<string, number>('m'));
+        backend.setCurrentKey('a');
+        value.update(0);
+        map.put('x', 0);
+        backend.setCurrentNamespace('w1');
+        expect(value.value()).toBeUndefined();
+        expect(map.isEmpty()).toBe(true);
+        value.update(1);
+        map.put('x', 1);
+        backend.setCurrentNamespace('w2');
+        value.update(2);
+        backend.setCurrentNamespace('w1');
+        expect(value.value()).toBe(1);
+        expect(map.entries()).toEqual([['x', 1]]);
+        value.clear();
+        map.clear();
+        backend.setCurrentNamespace('');
+        expect(value.value()).toBe(0);
+        expect(map.entries()).toEqual([['x', 0]]);
+        expect(Array.from(backend.keysOf(valueState<number>('v'), 'w2'))).toEqual(['a']);
+        expect(Array.from(backend.keysOf(valueState<number>('v'), 'w1'))).toEqual([]);
+        expect(backend.peek(valueState<number>('v'), 'a', 'w2')).toBe(2);
+      });
+
+      it('merges namespaces per state kind and clears the sources', () => {
+        const list = backend.getState(listState<number>('l'));
+        const reducing = backend.getState(reducingState<number>('r', (a, b) => a + b));
+        const aggregating = backend.getState(aggregatingState('g', mean));
+        const map = backend.getState(mapState<string, number>('m'));
+        backend.setCurrentKey('a');
+        for (const [namespace, n] of [['w1', 1], ['w2', 2], ['w3', 3]] as const) {
+          backend.setCurrentNamespace(namespace);
+          list.add(n);
+          reducing.add(n);
+          aggregating.add(n);
+          map.put(`k${n}`, n);
+          map.put('shared', n);
+        }
+        for (const descriptor of [listState<number>('l'), reducingState<number>('r', (a, b) => a + b), aggregatingState('g', mean), mapState<string, number>('m')]) {
+          backend.mergeNamespaces(descriptor, 'w1', ['w2', 'w3']);
+        }
+        backend.setCurrentNamespace('w1');
+        expect(list.get()).toEqual([1, 2, 3]);
+        expect(reducing.get()).toBe(6);
+        expect(aggregating.get()).toBe(2);
+        expect(new Map(map.entries())).toEqual(new Map([['k1', 1], ['k2', 2], ['k3', 3], ['shared', 3]]));
+        for (const namespace of ['w2', 'w3']) {
+          backend.setCurrentNamespace(namespace);
+          expect(list.get()).toEqual([]);
+          expect(reducing.get()).toBeUndefined();
+          expect(map.isEmpty()).toBe(true);
+        }
+      });
+
+      it('carries namespaces through snapshot and restore', () => {
+        const list = backend.getState(listState<number>('l'));
+        const map = backend.getState(mapState<string, number>('m'));
+        backend.setCurrentKey('a');
+        list.add(0);
+        backend.setCurrentNamespace('w1');
+        list.add(1);
+        map.put('x', 1);
+        backend.setCurrentKey(7);
+        backend.setCurrentNamespace('w2');
+        list.add(2);
+        const snapshot = backend.snapshot();
+        const payload = throughJson(snapshot.materialize());
+        snapshot.release();
+        const namespaces = payload.keyGroups.flatMap(([, entries]) => entries.map((entry) => entry[3])).sort();
+        expect(namespaces).toEqual(['w1', 'w1', 'w2', undefined]);
+        const restored = open();
+        restored.restore([payload]);
+        const rList = restored.getState(listState<number>('l'));
+        const rMap = restored.getState(mapState<string, number>('m'));
+        restored.setCurrentKey('a');
+        expect(rList.get()).toEqual([0]);
+        restored.setCurrentNamespace('w1');
+        expect(rList.get()).toEqual([1]);
+        expect(rMap.entries()).toEqual([['x', 1]]);
+        restored.setCurrentKey(7);
+        restored.setCurrentNamespace('w2');
+        expect(rList.get()).toEqual([2]);
+      });
+    });
+
+    describe('deltas (materializeChangeChunks, for incremental checkpoints)', () => {
+      const tracking = () => {
+        const tracked = create().createKeyedBackend({ uid: 'op', maxParallelism: DEFAULT_MAX_PARALLELISM, keyGroupRange: ALL_GROUPS, trackChanges: true });
+        opened.push(tracked);
+        return tracked;
+      };
+      const entriesOf = (chunks: Iterable<KeyedStatePayload>) => Array.from(chunks, throughJson);
+
+      it('hold only what changed since the previous snapshot, and restore on top of it', () => {
+        const tracked = tracking();
+        const value = tracked.getState(valueState<number>('v'));
+        const map = tracked.getState(mapState<string, number>('m'));
+        const list = tracked.getState(listState<number>('l'));
+        for (let i = 0; i < 100; i++) {
+          tracked.setCurrentKey(`k${i}`);
+          value.update(i);
+          map.put('a', i);
+          tracked.setCurrentNamespace('w');
+          list.add(i);
+          tracked.setCurrentNamespace('');
+        }
+        const first = tracked.snapshot();
+        const base = entriesOf(first.materializeChunks(1_000));
+        first.release();
+        tracked.setCurrentKey('k1');
+        value.update(-1);
+        map.put('b', 2);
+        tracked.setCurrentKey('k2');
+        value.clear();
+        map.remove('a');
+        tracked.setCurrentNamespace('w');
+        list.add(22);
+        tracked.setCurrentKey('k3');
+        list.clear();
+        tracked.setCurrentNamespace('');
+        tracked.setCurrentKey('new');
+        value.update(7);
+        const second = tracked.snapshot();
+        tracked.setCurrentKey('k4');
+        value.update(444); // after the snapshot: not in its delta
+        expect(second.materializeChangeChunks).toBeDefined();
+        const delta = entriesOf(second.materializeChangeChunks!(1_000));
+        second.release();
+        const written = delta.flatMap((chunk) => chunk.keyGroups.flatMap(([, entries]) => entries.map((entry) => `${String(entry[1])}/${entry[3] ?? ''}`)));
+        const removed = delta.flatMap((chunk) => (chunk.removed ?? []).flatMap(([, entries]) => entries.map((entry) => `${String(entry[1])}/${entry[2] ?? ''}`)));
+        expect(written.sort()).toEqual(['k1/', 'k1/', 'k2/w', 'new/'].sort());
+        expect(removed.sort()).toEqual(['k2/', 'k2/', 'k3/w'].sort());
+
+        const restored = open();
+        for (const payload of [...base, ...delta]) restored.restore([payload]);
+        const r = { value: restored.getState(valueState<number>('v')), map: restored.getState(mapState<string, number>('m')), list: restored.getState(listState<number>('l')) };
+        restored.setCurrentKey('k1');
+        expect(r.value.value()).toBe(-1);
+        expect(r.map.entries()).toEqual([['a', 1], ['b', 2]]);
+        restored.setCurrentKey('k2');
+        expect(r.value.value()).toBeUndefined();
+        expect(r.map.isEmpty()).toBe(true);
+        restored.setCurrentNamespace('w');
+        expect(r.list.get()).toEqual([2, 22]);
+        restored.setCurrentKey('k3');
+        expect(r.list.get()).toEqual([]);
+        restored.setCurrentNamespace('');
+        restored.setCurrentKey('k4');
+        expect(r.value.value()).toBe(4);
+        restored.setCurrentKey('new');
+        expect(r.value.value()).toBe(7);
+      });
+
+      it('are empty when nothing changed, and absent without trackChanges', () => {
+        const tracked = tracking();
+        tracked.setCurrentKey('a');
+        tracked.getState(valueState<number>('v')).update(1);
+        tracked.snapshot().release();
+        const quiet = tracked.snapshot();
+        expect(Array.from(quiet.materializeChangeChunks!(10))).toEqual([]);
+        quiet.release();
+        const untracked = backend.snapshot();
+        expect(untracked.materializeChangeChunks).toBeUndefined();
+        untracked.release();
+      });
+    });
+
+    describe('chunked snapshots (materializeChunks)', () => {
+      const fill = (keys: number) => {
+        const value = backend.getState(valueState<number>('v'));
+        const map = backend.getState(mapState<string, number>('m'));
+        for (let i = 0; i < keys; i++) {
+          backend.setCurrentKey(`k${i}`);
+          value.update(i);
+          if (i % 10 === 0) {
+            backend.setCurrentNamespace('w');
+            value.update(-i);
+            map.put('a', i);
+            map.put('b', i);
+            backend.setCurrentNamespace('');
+          }
+        }
+      };
+
+      it('yields whole key groups in ascending order, each chunk bounded, together equal to materialize', () => {
+        fill(2_000);
+        const whole = backend.snapshot();
+        const expected = throughJson(whole.materialize());
+        whole.release();
+        const snapshot = backend.snapshot();
+        const chunks = Array.from(snapshot.materializeChunks(100), throughJson);
+        snapshot.release();
+        expect(chunks.length).toBeGreaterThan(5);
+        const groups = chunks.flatMap((chunk) => chunk.keyGroups.map(([keyGroup]) => keyGroup));
+        expect(groups).toEqual([...new Set(groups)].sort((a, b) => a - b));
+        for (const chunk of chunks) {
+          expect(chunk.states).toEqual(expected.states);
+          expect(chunk.keyGroups.reduce((n, [, entries]) => n + entries.length, 0)).toBeLessThan(200);
+        }
+        const sort = (entries: unknown[]) => entries.map((entry) => JSON.stringify(entry)).sort();
+        expect(sort(chunks.flatMap((chunk) => chunk.keyGroups.flatMap(([, entries]) => entries)))).toEqual(
+          sort(expected.keyGroups.flatMap(([, entries]) => entries)),
+        );
+        const restored = open();
+        for (const chunk of chunks) restored.restore([chunk]);
+        restored.setCurrentKey('k1990');
+        expect(restored.getState(valueState<number>('v')).value()).toBe(1990);
+        restored.setCurrentNamespace('w');
+        expect(restored.getState(mapState<string, number>('m')).entries()).toEqual([['a', 1990], ['b', 1990]]);
+        expect(restored.keyCount()).toBe(2_000);
+      });
+
+      it('spreads a key group larger than the bound over consecutive chunks', () => {
+        fill(300);
+        const snapshot = backend.snapshot();
+        const chunks = Array.from(snapshot.materializeChunks(1));
+        snapshot.release();
+        expect(chunks.every((chunk) => chunk.keyGroups.length === 1 && chunk.keyGroups[0]![1].length === 1)).toBe(true);
+        expect(chunks.length).toBe(300 + 30 + 30);
+      });
+
+      it('yields nothing for an empty state, and sees no write made after the snapshot', () => {
+        const empty = backend.snapshot();
+        expect(Array.from(empty.materializeChunks(10))).toEqual([]);
+        empty.release();
+        fill(50);
+        const snapshot = backend.snapshot();
+        backend.setCurrentKey('late');
+        backend.getState(valueState<number>('v')).update(1);
+        const keys = Array.from(snapshot.materializeChunks(7)).flatMap((chunk) => chunk.keyGroups.flatMap(([, entries]) => entries.map((entry) => entry[1])));
+        snapshot.release();
+        expect(keys).not.toContain('late');
+        expect(new Set(keys).size).toBe(50);
+      });
+    });
   });
 }

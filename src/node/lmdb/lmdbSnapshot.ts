@@ -1,7 +1,7 @@
-import type { KeyedSnapshot, KeyedStatePayload, SnapshotEntry, StateMeta } from '../../core/types';
+import type { Key, KeyedSnapshot, KeyedStatePayload, SnapshotEntry, StateMeta } from '../../core/types';
 import { encodeKey } from '../../state/keyCodec';
 import { SnapshotChunker, wholePayload } from '../../state/snapshotChunker';
-import { PREFIX_BYTES, keyGroupOfRow, readKeyPart, readNamespace, stateIdOfRow } from './keyEncoding';
+import { KeyWriter, PREFIX_BYTES, keyGroupOfRow, readKeyPart, readNamespace, stateIdOfRow } from './keyEncoding';
 import type { MapRows } from './mapRows';
 import type { StateDatabase } from './rowStore';
 
@@ -11,6 +11,8 @@ export interface SnapshotState {
   readonly meta: StateMeta;
   /** Set for a map state stored one row per entry: its rows are merged back into one Map per user key. */
   readonly mapRows?: MapRows<unknown, unknown>;
+  /** With change tracking: the keys written since the previous snapshot, by namespace. */
+  readonly changes?: Map<string, Set<Key>>;
 }
 
 type Transaction = ReturnType<StateDatabase['useReadTransaction']>;
@@ -22,7 +24,12 @@ type Transaction = ReturnType<StateDatabase['useReadTransaction']>;
  * range and chunks come out as the range scan goes; rows are already serializer-encoded and go into the payload
  * without being decoded (map state excepted: its per-entry rows become one Map per user key and namespace).
  */
-export function lmdbSnapshot(db: StateDatabase, states: SnapshotState[], onRelease: () => void): KeyedSnapshot {
+export function lmdbSnapshot(
+  db: StateDatabase,
+  states: SnapshotState[],
+  onRelease: () => void,
+  keyGroupOf?: (key: Key) => number,
+): KeyedSnapshot {
   let transaction: Transaction | undefined = db.useReadTransaction();
   const metas = states.map((state) => state.meta);
   const release = () => {
@@ -76,9 +83,50 @@ export function lmdbSnapshot(db: StateDatabase, states: SnapshotState[], onRelea
       release();
     }
   }
+  /**
+   * A delta: each changed key's rows read back from the transaction (one row, or a map's rows merged into one Map),
+   * or its removal when it has none. Changed keys are few next to the state, so they are sorted in memory.
+   */
+  function* changeChunks(maxEntries: number): Generator<KeyedStatePayload> {
+    if (transaction === undefined) throw new Error('the LMDB snapshot was already released or its backend disposed; take another snapshot');
+    const keys = new KeyWriter();
+    try {
+      const changed: { keyGroup: number; index: number; state: SnapshotState; key: Key; namespace: string }[] = [];
+      states.forEach((state, index) => {
+        for (const [namespace, keySet] of state.changes ?? []) {
+          for (const key of keySet) changed.push({ keyGroup: keyGroupOf!(key), index, state, key, namespace });
+        }
+      });
+      changed.sort((a, b) => a.keyGroup - b.keyGroup);
+      const chunker = new SnapshotChunker(metas, maxEntries);
+      for (const { keyGroup, index, state, key, namespace } of changed) {
+        const writer = keys.begin(keyGroup, state.id).add(key).addNamespace(namespace);
+        const rows = db.getRange({ start: Buffer.from(writer.key()), end: writer.rangeEnd(), transaction });
+        let value: unknown;
+        if (state.mapRows === undefined) {
+          for (const row of rows) value = row.value;
+        } else {
+          const entries = new Map<unknown, unknown>();
+          for (const row of rows) entries.set(...state.mapRows.entryOf(row.value));
+          if (entries.size > 0) value = state.mapRows.serializer.encode(entries);
+        }
+        const encodedKey = encodeKey(key);
+        const closed =
+          value === undefined
+            ? chunker.remove(keyGroup, namespace === '' ? [index, encodedKey] : [index, encodedKey, namespace])
+            : chunker.add(keyGroup, namespace === '' ? [index, encodedKey, value] : [index, encodedKey, value, namespace]);
+        if (closed) yield closed;
+      }
+      const last = chunker.finish();
+      if (last) yield last;
+    } finally {
+      release();
+    }
+  }
   return {
     release,
     materialize: () => wholePayload(metas, chunks(Infinity)),
     materializeChunks: chunks,
+    ...(keyGroupOf === undefined ? {} : { materializeChangeChunks: changeChunks }),
   };
 }

@@ -33,6 +33,7 @@ import { LmdbAggregatingState, LmdbListState, LmdbMapState, LmdbReducingState, L
 import { MapRows } from './mapRows';
 import type { RowStore, StateDatabase } from './rowStore';
 import { ValueRows } from './valueRows';
+import { withStateTtl } from '../../state/ttl/withStateTtl';
 
 export interface LmdbStateBackendOptions {
   /** Directory under which each keyed operator instance gets its own working directory; `os.tmpdir()` by default. */
@@ -56,15 +57,15 @@ export function lmdbStateBackend(options: LmdbStateBackendOptions = {}): StateBa
   if (mapSize !== undefined && !(Number.isSafeInteger(mapSize) && mapSize > 0)) {
     throw new RangeError(`lmdbStateBackend: mapSize must be a positive number of bytes, not ${String(mapSize)}`);
   }
-  return {
+  return withStateTtl({
     name: 'lmdb',
-    createKeyedBackend: ({ uid, maxParallelism, keyGroupRange, onStateRegistered }) =>
-      new LmdbKeyedStateBackend(uid, maxParallelism, keyGroupRange, { path, mapSize, onStateRegistered }),
-  };
+    createKeyedBackend: ({ uid, maxParallelism, keyGroupRange, onStateRegistered, trackChanges }) =>
+      new LmdbKeyedStateBackend(uid, maxParallelism, keyGroupRange, { path, mapSize, onStateRegistered, trackChanges: trackChanges ?? false }),
+  });
 }
 
 /** Buffered writes past which they are written to LMDB in one transaction. */
-const FLUSH_AFTER_WRITES = 32_768;
+const FLUSH_AFTER_WRITES = 131_072;
 /** Restored entries written per transaction. */
 const RESTORE_BATCH = 65_536;
 
@@ -108,6 +109,7 @@ class LmdbKeyedStateBackend implements KeyedStateBackend, RowStore {
     private readonly options: {
       path: string;
       mapSize: number | undefined;
+      trackChanges: boolean;
       onStateRegistered: ((descriptor: StateDescriptor<unknown>) => void) | undefined;
     },
   ) {
@@ -225,8 +227,8 @@ class LmdbKeyedStateBackend implements KeyedStateBackend, RowStore {
     if (slot === undefined) this.slots.set(descriptor.name, (slot = { id: this.slots.size, meta: metaOf(descriptor), needsAdoption: false }));
     const rows =
       descriptor.kind === 'map'
-        ? new MapRows(this, slot.id, descriptor.serializer as never)
-        : new ValueRows(this, slot.id, descriptor.serializer);
+        ? new MapRows(this, slot.id, descriptor.serializer as never, this.options.trackChanges)
+        : new ValueRows(this, slot.id, descriptor.serializer, this.options.trackChanges);
     if (slot.needsAdoption) this.adopt(slot, rows, descriptor);
     slot.descriptor = descriptor;
     slot.meta = metaOf(descriptor);
@@ -272,8 +274,11 @@ class LmdbKeyedStateBackend implements KeyedStateBackend, RowStore {
       id: slot.id,
       meta: slot.meta,
       mapRows: slot.rows instanceof MapRows && !slot.needsAdoption ? slot.rows : undefined,
+      // Taken at every snapshot, so that the next one's delta starts here.
+      changes: slot.rows?.takeChanges(),
     }));
-    const snapshot = lmdbSnapshot(this.db, states, () => this.snapshots.delete(snapshot));
+    const groupOf = (key: Key) => keyGroupOf(key, this.maxParallelism);
+    const snapshot = lmdbSnapshot(this.db, states, () => this.snapshots.delete(snapshot), this.options.trackChanges ? groupOf : undefined);
     this.snapshots.add(snapshot);
     return snapshot;
   }
@@ -295,6 +300,17 @@ class LmdbKeyedStateBackend implements KeyedStateBackend, RowStore {
           (slot.keyTypes ??= new Set()).add(encodedKeyType(key));
           const row = Buffer.from(this.keys.begin(keyGroup, slot.id).add(decodeKey(key)).addNamespace(namespace).key());
           batch.push(() => this.db.put(row, value));
+          if (batch.length >= RESTORE_BATCH) write();
+        }
+      }
+      // A delta's removals (incremental checkpoints): restored rows are whole values, map state's too.
+      for (const [keyGroup, removed] of payload.removed ?? []) {
+        if (keyGroup < this.range.start || keyGroup > this.range.end) continue;
+        for (const [index, key, namespace = ''] of removed) {
+          const slot = slots[index];
+          if (slot === undefined) throw undeclaredState(this.uid, index);
+          const row = Buffer.from(this.keys.begin(keyGroup, slot.id).add(decodeKey(key)).addNamespace(namespace).key());
+          batch.push(() => void this.db.remove(row));
           if (batch.length >= RESTORE_BATCH) write();
         }
       }

@@ -8,11 +8,31 @@ import type { RowStore } from './rowStore';
  * descriptor's serializer applied to a one-entry Map, which works for any Map serializer; a snapshot merges them.
  */
 export class MapRows<K, V> {
+  /** With change tracking (incremental checkpoints): the user keys whose map changed since the last snapshot. */
+  private changes: Map<string, Set<Key>> | undefined;
+
   constructor(
     private readonly store: RowStore,
     readonly id: number,
     readonly serializer: Serializer<Map<K, V>>,
-  ) {}
+    trackChanges = false,
+  ) {
+    if (trackChanges) this.changes = new Map();
+  }
+
+  /** The user keys whose map changed since the last call, by namespace; undefined without change tracking. */
+  takeChanges(): Map<string, Set<Key>> | undefined {
+    const taken = this.changes;
+    if (taken !== undefined) this.changes = new Map();
+    return taken;
+  }
+
+  private changed(userKey: Key, namespace: string): void {
+    if (this.changes === undefined) return;
+    let keys = this.changes.get(namespace);
+    if (keys === undefined) this.changes.set(namespace, (keys = new Set()));
+    keys.add(userKey);
+  }
 
   private row(userKey: Key, mapKey: K, namespace = this.store.namespace): Buffer {
     const { store } = this;
@@ -45,10 +65,12 @@ export class MapRows<K, V> {
   }
 
   put(userKey: Key, mapKey: K, value: V, namespace = this.store.namespace): void {
+    this.changed(userKey, namespace);
     this.store.db.putSync(this.row(userKey, mapKey, namespace), this.encodeEntry(mapKey, value));
   }
 
   remove(userKey: Key, mapKey: K): void {
+    this.changed(userKey, this.store.namespace);
     this.store.db.removeSync(this.row(userKey, mapKey));
   }
 
@@ -66,6 +88,7 @@ export class MapRows<K, V> {
 
   clear(userKey: Key, namespace = this.store.namespace): void {
     const { db } = this.store;
+    this.changed(userKey, namespace);
     const rows = Array.from(db.getKeys(this.range(userKey, namespace)), (row) => Buffer.from(row));
     if (rows.length > 0) db.transactionSync(() => rows.forEach((row) => db.remove(row)));
   }

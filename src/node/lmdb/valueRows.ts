@@ -20,12 +20,24 @@ export class ValueRows<V> {
   private recent: Buffered<V> = new Map();
   /** Writes to windows (namespaces other than the void one) not yet in LMDB, by namespace. */
   private windows = new Map<string, Buffered<V>>();
+  /** With change tracking (incremental checkpoints): the keys flushed since the last snapshot, by namespace. */
+  private changes: Map<string, Set<Key>> | undefined;
 
   constructor(
     private readonly store: RowStore,
     readonly id: number,
     readonly serializer: Serializer<V>,
-  ) {}
+    trackChanges = false,
+  ) {
+    if (trackChanges) this.changes = new Map();
+  }
+
+  /** The keys written since the last call (flush first), by namespace; undefined without change tracking. */
+  takeChanges(): Map<string, Set<Key>> | undefined {
+    const taken = this.changes;
+    if (taken !== undefined) this.changes = new Map();
+    return taken;
+  }
 
   get(key: Key, namespace = this.store.namespace): V | undefined {
     let value = namespace === '' ? (this.dirty.get(key) ?? this.recent.get(key)) : this.windows.get(namespace)?.get(key);
@@ -67,6 +79,11 @@ export class ValueRows<V> {
 
   private write(buffer: Buffered<V>, namespace: string, keyGroupOf: (key: Key) => number): void {
     const { db, keys } = this.store;
+    if (this.changes !== undefined) {
+      let changed = this.changes.get(namespace);
+      if (changed === undefined) this.changes.set(namespace, (changed = new Set()));
+      for (const key of buffer.keys()) changed.add(key);
+    }
     for (const [key, value] of buffer) {
       const row = keys.begin(keyGroupOf(key), this.id).add(key).addNamespace(namespace).key();
       if (value === REMOVED) db.remove(row);

@@ -33,6 +33,7 @@ import {
   type KeyScope,
 } from './heapStates';
 import { StateFamily } from './stateFamily';
+import { withStateTtl } from '../ttl/withStateTtl';
 import type { StateTable, Overlay } from './stateTable';
 
 /**
@@ -41,18 +42,18 @@ import type { StateTable, Overlay } from './stateTable';
  * @example createJob({ name: 'clicks', stateBackend: heapStateBackend() })
  */
 export function heapStateBackend(): StateBackend {
-  return {
+  return withStateTtl({
     name: 'heap',
-    createKeyedBackend: ({ uid, maxParallelism, keyGroupRange, onStateRegistered }) =>
-      new HeapKeyedStateBackend(uid, maxParallelism, keyGroupRange, onStateRegistered),
-  };
+    createKeyedBackend: ({ uid, maxParallelism, keyGroupRange, onStateRegistered, trackChanges }) =>
+      new HeapKeyedStateBackend(uid, maxParallelism, keyGroupRange, onStateRegistered, trackChanges ?? false),
+  });
 }
 
 /** Restored entries of a state nobody has asked for yet: decoded when its descriptor is first used. */
 interface PendingState {
   meta: StateMeta;
-  /** `[encodedKey, encodedValue, namespace]`. */
-  entries: [unknown, unknown, string][];
+  /** Encoded values by namespace and encoded key: a later payload (a delta) replaces or removes an entry. */
+  entries: Map<string, Map<unknown, unknown>>;
 }
 
 class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
@@ -68,6 +69,7 @@ class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
     private readonly maxParallelism: number,
     private readonly range: KeyGroupRange,
     private readonly onStateRegistered: ((descriptor: StateDescriptor<unknown>) => void) | undefined,
+    private readonly trackChanges: boolean,
   ) {}
 
   setCurrentKey(key: Key): void {
@@ -122,7 +124,7 @@ class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
       return existing;
     }
     this.onStateRegistered?.(descriptor);
-    const family = new StateFamily<unknown>(descriptor);
+    const family = new StateFamily<unknown>(descriptor, this.trackChanges);
     // Registered only once the restored entries loaded: a descriptor that does not fit them must not take the name
     // (and silently drop the restored state) for the next getState.
     const restored = this.pending.get(descriptor.name);
@@ -140,9 +142,12 @@ class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
     checkRestoredMeta(this.uid, meta, descriptor);
     const decode = restoredDecoder(meta, descriptor);
     const keyTypes = new Set<string>();
-    for (const [key, value, namespace] of restored.entries) {
-      keyTypes.add(encodedKeyType(key));
-      family.write(namespace).live.set(decodeKey(key), decode(value));
+    for (const [namespace, entries] of restored.entries) {
+      const live = family.write(namespace).live;
+      for (const [key, value] of entries) {
+        keyTypes.add(encodedKeyType(key));
+        live.set(decodeKey(key), decode(value));
+      }
     }
     if (this.key !== undefined) checkKeyType(this.uid, descriptor.name, keyTypes, this.key);
   }
@@ -181,7 +186,59 @@ class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
       for (const [, table, overlay] of tables) table.overlays.splice(table.overlays.indexOf(overlay), 1);
     };
     const chunks = (maxEntries: number): Generator<KeyedStatePayload> => this.chunks(tables, pending, maxEntries, release);
-    return { release, materialize: () => wholePayload(this.stateIndexes(tables, pending).states, chunks(Infinity)), materializeChunks: chunks };
+    const snapshot: KeyedSnapshot = { release, materialize: () => wholePayload(this.stateIndexes(tables, pending).states, chunks(Infinity)), materializeChunks: chunks };
+    if (!this.trackChanges) return snapshot;
+    const changes = Array.from(this.families.values(), (family) => [family.descriptor.name, family.takeChanges()!] as const);
+    return { ...snapshot, materializeChangeChunks: (maxEntries) => this.changeChunks(tables, pending, changes, maxEntries, release) };
+  }
+
+  /** A delta: the value as of the snapshot of every key written since the previous one, or its removal. */
+  private *changeChunks(
+    tables: readonly [string, StateTable<unknown>, Overlay][],
+    pending: readonly PendingState[],
+    changes: readonly (readonly [string, Map<string, Set<Key>>])[],
+    maxEntries: number,
+    release: () => void,
+  ): Generator<KeyedStatePayload> {
+    try {
+      const { states } = this.stateIndexes(tables, pending);
+      // Only registered states change: each has a family, whose serializer encodes its values.
+      const serializers = states.map((meta) => this.families.get(meta.name)?.descriptor.serializer);
+      const captured = new Map(tables.map(([namespace, table, overlay]) => [`${table.descriptor.name}\u0000${namespace}`, { table, overlay }]));
+      // Per key group, flat quadruples: state index, namespace, key, value (undefined: removed).
+      const buckets = new Map<number, unknown[]>();
+      for (const [name, byNamespace] of changes) {
+        const state = states.findIndex((meta) => meta.name === name);
+        for (const [namespace, keys] of byNamespace) {
+          const at = captured.get(`${name}\u0000${namespace}`);
+          for (const key of keys) {
+            const keyGroup = keyGroupOf(key, this.maxParallelism);
+            let entries = buckets.get(keyGroup);
+            if (entries === undefined) buckets.set(keyGroup, (entries = []));
+            entries.push(state, namespace, key, at?.table.valueAsOf(at.overlay, key));
+          }
+        }
+      }
+      const chunker = new SnapshotChunker(states, maxEntries);
+      for (const keyGroup of Array.from(buckets.keys()).sort((a, b) => a - b)) {
+        const entries = buckets.get(keyGroup)!;
+        for (let i = 0; i < entries.length; i += 4) {
+          const state = entries[i] as number;
+          const namespace = entries[i + 1] as string;
+          const key = encodeKey(entries[i + 2] as Key);
+          const value = entries[i + 3];
+          const closed =
+            value === undefined
+              ? chunker.remove(keyGroup, namespace === '' ? [state, key] : [state, key, namespace])
+              : chunker.add(keyGroup, namespace === '' ? [state, key, serializers[state]!.encode(value)] : [state, key, serializers[state]!.encode(value), namespace]);
+          if (closed) yield closed;
+        }
+      }
+      const last = chunker.finish();
+      if (last) yield last;
+    } finally {
+      release();
+    }
   }
 
   /** The payload's `states`, and the index in it of each snapshot table's state and each pending state's. */
@@ -219,7 +276,7 @@ class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
       };
       tables.forEach(([, table, overlay], source) => table.forEachAsOf(overlay, (key, value) => bucket(key).push(source, key, value)));
       pending.forEach(({ entries }, index) => {
-        for (const [key, value, namespace] of entries) bucket(decodeKey(key)).push(-1 - index, key, [value, namespace]);
+        for (const [namespace, values] of entries) for (const [key, value] of values) bucket(decodeKey(key)).push(-1 - index, key, [value, namespace]);
       });
       const chunker = new SnapshotChunker(states, maxEntries);
       for (const keyGroup of Array.from(buckets.keys()).sort((a, b) => a - b)) {
@@ -251,15 +308,28 @@ class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
 
   restore(payloads: KeyedStatePayload[]): void {
     for (const payload of payloads) {
-      for (const [keyGroup, entries] of payload.keyGroups) {
-        if (keyGroup < this.range.start || keyGroup > this.range.end) continue;
-        for (const [index, key, value, namespace = ''] of entries) {
+      const states: (PendingState | undefined)[] = [];
+      const pendingOf = (index: number, namespace: string) => {
+        let state = states[index];
+        if (state === undefined) {
           const meta = payload.states[index];
           if (meta === undefined) throw undeclaredState(this.uid, index);
-          let state = this.pending.get(meta.name);
-          if (state === undefined) this.pending.set(meta.name, (state = { meta, entries: [] }));
-          state.entries.push([key, value, namespace]);
+          state = this.pending.get(meta.name);
+          if (state === undefined) this.pending.set(meta.name, (state = { meta, entries: new Map() }));
+          states[index] = state;
         }
+        let entries = state.entries.get(namespace);
+        if (entries === undefined) state.entries.set(namespace, (entries = new Map()));
+        return entries;
+      };
+      const owned = (keyGroup: number) => keyGroup >= this.range.start && keyGroup <= this.range.end;
+      for (const [keyGroup, entries] of payload.keyGroups) {
+        if (!owned(keyGroup)) continue;
+        for (const [index, key, value, namespace = ''] of entries) pendingOf(index, namespace).set(key, value);
+      }
+      for (const [keyGroup, removed] of payload.removed ?? []) {
+        if (!owned(keyGroup)) continue;
+        for (const [index, key, namespace = ''] of removed) pendingOf(index, namespace).delete(key);
       }
     }
   }
@@ -278,7 +348,7 @@ class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
   keyCount(): number {
     const keys = new Set<unknown>();
     for (const family of this.families.values()) for (const table of family.tables.values()) for (const key of table.live.keys()) keys.add(key);
-    for (const state of this.pending.values()) for (const [key] of state.entries) keys.add(decodeKey(key));
+    for (const state of this.pending.values()) for (const entries of state.entries.values()) for (const key of entries.keys()) keys.add(decodeKey(key));
     return keys.size;
   }
 

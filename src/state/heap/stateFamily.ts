@@ -1,4 +1,4 @@
-import type { StateDescriptor } from '../../core/types';
+import type { Key, StateDescriptor } from '../../core/types';
 import { copyValue } from '../copyValue';
 import { StateTable } from './stateTable';
 
@@ -11,11 +11,35 @@ export class StateFamily<V> {
   readonly void: StateTable<V>;
   readonly tables = new Map<string, StateTable<V>>();
   private readonly empty: StateTable<V>;
+  /**
+   * With change tracking: the keys written since the last snapshot, by namespace. Kept here rather than on the
+   * tables, since a window's table goes when its last key is cleared and that removal is a change too.
+   */
+  private changes: Map<string, Set<Key>> | undefined;
 
-  constructor(readonly descriptor: StateDescriptor<unknown, V>) {
+  constructor(readonly descriptor: StateDescriptor<unknown, V>, trackChanges = false) {
     this.void = new StateTable<V>(descriptor, copyValue);
     this.empty = new StateTable<V>(descriptor, copyValue);
     this.tables.set('', this.void);
+    if (trackChanges) {
+      this.changes = new Map();
+      this.void.changed = this.changedIn('');
+    }
+  }
+
+  private changedIn(namespace: string): Set<Key> {
+    let changed = this.changes!.get(namespace);
+    if (changed === undefined) this.changes!.set(namespace, (changed = new Set()));
+    return changed;
+  }
+
+  /** The keys written since the last call, by namespace, and a fresh change set from now on (undefined untracked). */
+  takeChanges(): Map<string, Set<Key>> | undefined {
+    const taken = this.changes;
+    if (taken === undefined) return undefined;
+    this.changes = new Map();
+    for (const [namespace, table] of this.tables) table.changed = this.changedIn(namespace);
+    return taken;
   }
 
   read(namespace: string): StateTable<V> {
@@ -25,7 +49,10 @@ export class StateFamily<V> {
   write(namespace: string): StateTable<V> {
     if (namespace === '') return this.void;
     let table = this.tables.get(namespace);
-    if (table === undefined) this.tables.set(namespace, (table = new StateTable<V>(this.descriptor, copyValue)));
+    if (table === undefined) {
+      this.tables.set(namespace, (table = new StateTable<V>(this.descriptor, copyValue)));
+      if (this.changes !== undefined) table.changed = this.changedIn(namespace);
+    }
     return table;
   }
 

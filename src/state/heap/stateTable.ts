@@ -15,6 +15,8 @@ export class StateTable<V> {
   readonly live = new Map<Key, V>();
   /** Overlays of snapshots not yet materialised; usually none, so the write path checks one length. */
   readonly overlays: Overlay[] = [];
+  /** With change tracking (incremental checkpoints): the keys written since the last snapshot, shared with the family. */
+  changed: Set<Key> | undefined;
 
   constructor(readonly descriptor: StateDescriptor<unknown, V>, private readonly copy: (value: V) => V) {}
 
@@ -23,11 +25,13 @@ export class StateTable<V> {
   }
 
   set(key: Key, value: V): void {
+    this.changed?.add(key);
     if (this.overlays.length !== 0) this.preserve(key);
     this.live.set(key, value);
   }
 
   delete(key: Key): void {
+    this.changed?.add(key);
     if (this.overlays.length !== 0) this.preserve(key);
     this.live.delete(key);
   }
@@ -35,6 +39,8 @@ export class StateTable<V> {
   /** The key's value, safe to mutate in place: copied first when a pending snapshot still holds the original. */
   mutable(key: Key): V | undefined {
     const value = this.live.get(key);
+    // Handed out to be changed in place: with change tracking, the key counts as written.
+    if (value !== undefined) this.changed?.add(key);
     if (value === undefined || this.overlays.length === 0 || !this.needsPreserve(key)) return value;
     this.preserve(key);
     const copy = this.copy(value);
@@ -51,6 +57,13 @@ export class StateTable<V> {
     for (const overlay of this.overlays) {
       if (!overlay.has(key)) overlay.set(key, this.live.has(key) ? this.live.get(key) : ABSENT);
     }
+  }
+
+  /** The key's value as it was when `overlay` was added; undefined when it held none. */
+  valueAsOf(overlay: Overlay, key: Key): V | undefined {
+    const old = overlay.get(key);
+    if (old === undefined) return this.live.get(key);
+    return old === ABSENT ? undefined : (old as V);
   }
 
   /** Every key and value as they were when `overlay` was added: live entries corrected by the overlay. */

@@ -1,0 +1,152 @@
+/**
+ * The lock file that keeps two runs of one job off the same checkpoint directory: `<job>/.lock` holds the owner's
+ * pid, host and a random token, and its mtime is the owner's heartbeat. A lock is taken over when its process is
+ * gone (same host, `kill(pid, 0)` fails) or its heartbeat is older than `staleMs` (any host), so a process killed
+ * with SIGKILL never leaves the directory locked for good. Internal: used by `fsCheckpointStorage`.
+ */
+import { randomBytes } from 'node:crypto';
+import { link, mkdir, open, readFile, rename, stat, unlink, utimes } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import { dirname } from 'node:path';
+import { CheckpointDirectoryLockedError } from '../core/errors';
+import type { CheckpointLock } from '../core/types';
+import { errorCode } from './fsInternals';
+
+export interface FsLockOptions {
+  /** A lock whose heartbeat is older than this (ms) is abandoned, whatever its host (30 s by default). */
+  staleMs?: number;
+  /** How often the holder refreshes its heartbeat (ms; 5 s by default). */
+  heartbeatMs?: number;
+}
+
+interface LockOwner {
+  pid: number;
+  hostname: string;
+  token: string;
+  since: string;
+}
+
+interface Holder {
+  owner: LockOwner | undefined;
+  /** The raw content, to check that the lock taken over is the one judged abandoned. */
+  text: string;
+  ageMs: number;
+}
+
+/**
+ * Takes the lock `file` for `job`, or rejects with `CheckpointDirectoryLockedError` while a live owner holds it.
+ * @example const lock = await acquireFsLock('/var/checkpoints/clicks/.lock', 'clicks', {}); await lock.release();
+ */
+export async function acquireFsLock(file: string, job: string, options: FsLockOptions): Promise<CheckpointLock> {
+  const { staleMs = 30_000, heartbeatMs = 5_000 } = options;
+  await mkdir(dirname(file), { recursive: true });
+  const owner: LockOwner = { pid: process.pid, hostname: hostname(), token: randomBytes(8).toString('hex'), since: new Date().toISOString() };
+  const text = JSON.stringify(owner);
+  for (let attempt = 0; ; attempt++) {
+    try {
+      // `wx` creates the file only if it does not exist: of two processes racing here, one wins.
+      const handle = await open(file, 'wx');
+      try {
+        await handle.writeFile(text);
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
+      break;
+    } catch (error) {
+      if (errorCode(error) !== 'EEXIST') throw error;
+      const holder = await readHolder(file);
+      if (holder === undefined) continue; // released meanwhile
+      const abandoned = attempt < 3 && isAbandoned(holder, staleMs);
+      if (!abandoned) throw lockedError(file, job, holder);
+      await takeOver(file, holder, owner.token, job);
+    }
+  }
+  const heartbeat = setInterval(() => {
+    ownsLock(file, owner.token)
+      .then((owns) => (owns ? touch(file) : undefined))
+      .catch(() => undefined);
+  }, heartbeatMs);
+  heartbeat.unref();
+  let released: Promise<void> | undefined;
+  return {
+    release: () =>
+      (released ??= (async () => {
+        clearInterval(heartbeat);
+        if (await ownsLock(file, owner.token)) await unlink(file).catch(() => undefined);
+      })()),
+  };
+}
+
+async function readHolder(file: string): Promise<Holder | undefined> {
+  try {
+    const [text, info] = await Promise.all([readFile(file, 'utf8'), stat(file)]);
+    return { owner: parseOwner(text), text, ageMs: Date.now() - info.mtimeMs };
+  } catch (error) {
+    if (errorCode(error) === 'ENOENT') return undefined;
+    throw error;
+  }
+}
+
+function parseOwner(text: string): LockOwner | undefined {
+  try {
+    const value = JSON.parse(text) as Partial<LockOwner> | null;
+    if (value && Number.isSafeInteger(value.pid) && typeof value.hostname === 'string' && typeof value.token === 'string') return value as LockOwner;
+  } catch {
+    // A lock being written right now, or damaged: judged by its age alone.
+  }
+  return undefined;
+}
+
+function isAbandoned(holder: Holder, staleMs: number): boolean {
+  if (holder.ageMs > staleMs) return true;
+  const { owner } = holder;
+  if (owner === undefined || owner.hostname !== hostname() || owner.pid === process.pid) return false;
+  try {
+    process.kill(owner.pid, 0);
+    return false;
+  } catch (error) {
+    // EPERM: the process exists but belongs to someone else.
+    return errorCode(error) === 'ESRCH';
+  }
+}
+
+/**
+ * Moves an abandoned lock aside. `rename` is atomic, so of two processes taking over at once only one moves this
+ * lock; the other may have moved a fresh one in its place, which it then puts back (`link` fails if a lock exists).
+ */
+async function takeOver(file: string, holder: Holder, token: string, job: string): Promise<void> {
+  const aside = `${file}.${token}.abandoned`;
+  try {
+    await rename(file, aside);
+  } catch (error) {
+    if (errorCode(error) === 'ENOENT') return;
+    throw error;
+  }
+  const moved = await readFile(aside, 'utf8').catch(() => holder.text);
+  if (moved !== holder.text) {
+    await link(aside, file).catch(() => undefined);
+    await unlink(aside).catch(() => undefined);
+    throw lockedError(file, job, { owner: parseOwner(moved), text: moved, ageMs: 0 });
+  }
+  await unlink(aside).catch(() => undefined);
+}
+
+async function ownsLock(file: string, token: string): Promise<boolean> {
+  const text = await readFile(file, 'utf8').catch(() => '');
+  return parseOwner(text)?.token === token;
+}
+
+async function touch(file: string): Promise<void> {
+  const now = new Date();
+  await utimes(file, now, now);
+}
+
+function lockedError(file: string, job: string, holder: Holder): CheckpointDirectoryLockedError {
+  const who = holder.owner ? `process ${holder.owner.pid} on ${holder.owner.hostname} (since ${holder.owner.since})` : 'another process';
+  return new CheckpointDirectoryLockedError(
+    `job '${job}': its checkpoint directory is in use by ${who}, lock file ${file}, heartbeat ${(holder.ageMs / 1000).toFixed(1)} s ago; ` +
+      'stop that run first, or give this job another name or checkpoint directory. A lock whose process died is taken over at the next start ' +
+      '(from another host, once its heartbeat is stale)',
+  );
+}
