@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { playwright } from '@vitest/browser-playwright';
@@ -51,6 +52,12 @@ function browserProject(): TestProjectInlineConfiguration[] {
   return [];
 }
 
+const manifest = JSON.parse(readFileSync(new URL('./package.json', import.meta.url), 'utf8')) as {
+  dependencies?: Record<string, string>;
+  devDependencies?: Record<string, string>;
+};
+const packages = [...Object.keys(manifest.dependencies ?? {}), ...Object.keys(manifest.devDependencies ?? {})];
+
 // One config for the library build (entry points, dependencies left external) and for the tests, which
 // import 'weir', 'weir/node' and 'weir/browser' exactly as users do, resolved to the sources.
 export default defineConfig({
@@ -68,7 +75,8 @@ export default defineConfig({
       formats: ['es'],
     },
     rollupOptions: {
-      external: [/^rxjs/, 'superjson', 'crc-32', 'idb-keyval', ...builtinModules, /^node:/],
+      // Every package the library imports stays a dependency of the user's install, never bundled in.
+      external: [...packages.map((name) => new RegExp(`^${name}(/|$)`)), ...builtinModules, /^node:/],
     },
     sourcemap: true,
   },
