@@ -2,10 +2,12 @@ import { fileURLToPath } from 'node:url';
 import { alignment } from './alignment';
 import { checkpointing } from './checkpointing';
 import { keyedReduce } from './keyedReduce';
+import { incremental } from './incremental';
 import { largeState } from './largeState';
 import { printTable, writeResults, type Result } from './report';
 import { savepoint } from './savepoint';
 import { snapshot } from './snapshot';
+import { windows } from './windows';
 
 /**
  * `npm run bench [-- <group>…]`: runs the named groups (all by default), each comparing weir side by side with the
@@ -16,8 +18,10 @@ const groups: Record<string, () => Promise<Result[]>> = {
   checkpointing,
   snapshot,
   'large-state': largeState,
+  incremental,
   alignment,
   savepoint,
+  windows,
 };
 
 const requested = process.argv.slice(2).filter((arg) => arg !== '--');

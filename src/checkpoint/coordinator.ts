@@ -115,8 +115,10 @@ interface PendingCheckpoint {
   timeout?: Subscription;
   /** Set while `_metadata` is being written: from then on the checkpoint may exist, so its files must stay. */
   committing?: Promise<void>;
-  /** Persists only what changed since `chain`'s last checkpoint (incremental). */
-  readonly delta: boolean;
+  /** The chain this checkpoint builds on: set when it persists only what changed since (incremental). */
+  readonly base: Chain | undefined;
+  /** `chainEpoch` when triggered: a chain reset meanwhile means it must not become the chain's head. */
+  readonly epoch: number;
   /** Operators whose tasks all wrote deltas: their files go on top of the chain's. */
   readonly deltaOperators: Set<string>;
 }
@@ -159,6 +161,8 @@ export class CheckpointCoordinator {
    * snapshots consumed changes that no retained checkpoint holds), and past `fullEvery`.
    */
   private chain: Chain | undefined;
+  /** Counts chain resets. */
+  private chainEpoch = 0;
   /** `chk-<id>/<file>` shared files each retained checkpoint references, by checkpoint id. */
   private readonly references = new Map<number, string[]>();
   private finalTriggered = false;
@@ -177,8 +181,9 @@ export class CheckpointCoordinator {
   }
 
   /**
-   * Makes ids continue after every checkpoint directory already there, counts the complete ones for retention, and
-   * removes the directories that never got their `_metadata` (left by a crash): they can never be restored.
+   * Makes ids continue after every checkpoint directory already there, counts the complete ones (and the shared
+   * files they reference) for retention, and removes the directories that never got their `_metadata` (left by a
+   * crash, they can never be restored) but for the shared files complete checkpoints reference.
    */
   async recover(completeIds: readonly number[]): Promise<void> {
     const { storage, job } = this.options;
@@ -189,6 +194,12 @@ export class CheckpointCoordinator {
     await removeCheckpointDirs(storage, job, ids.filter((id) => !completeIds.includes(id)), this.neededFiles());
   }
 
+  /** The next checkpoint is full, and none in flight may become the chain's head. */
+  private resetChain(): void {
+    this.chain = undefined;
+    this.chainEpoch++;
+  }
+
   /** Whether keyed backends should track their changes: checkpoints are incremental. */
   get incremental(): boolean {
     return this.options.incremental !== undefined;
@@ -196,7 +207,7 @@ export class CheckpointCoordinator {
 
   attach(participants: CheckpointParticipants): void {
     this.participants = participants;
-    this.chain = undefined;
+    this.resetChain();
     this.finalTriggered = false;
   }
 
@@ -258,7 +269,7 @@ export class CheckpointCoordinator {
     // A delta only on top of the checkpoint completed last with nothing in flight (a delta is relative to the
     // previous snapshot), while the chain is short and its deltas smaller than its base, so restores stay bounded.
     const delta = !savepoint && chain !== undefined && this.pending.size === 0 && chain.deltas + 1 < fullEvery && chain.deltaBytes < chain.baseBytes;
-    if (savepoint) this.chain = undefined;
+    if (savepoint) this.resetChain();
     const pending: PendingCheckpoint = {
       id,
       dir: savepoint ? savepointDir(savepoint.dir, job, id) : checkpointDir(job, id),
@@ -273,7 +284,8 @@ export class CheckpointCoordinator {
       resolve,
       reject,
       aborted: false,
-      delta,
+      base: delta ? chain : undefined,
+      epoch: this.chainEpoch,
       deltaOperators: new Set(),
     };
     this.pending.set(id, pending);
@@ -326,7 +338,7 @@ export class CheckpointCoordinator {
         let written: boolean;
         if (state.keyed === undefined || range === undefined) written = await write(stateFileName(uid, subtask, undefined), null, { uid, operator });
         else {
-          const changes = pending.delta ? state.keyed.materializeChangeChunks : undefined;
+          const changes = pending.base ? state.keyed.materializeChangeChunks : undefined;
           const chunks = (changes ?? state.keyed.materializeChunks).call(state.keyed, this.options.chunkEntries ?? CHUNK_ENTRIES);
           written = await this.writeChunks(chunks, { uid, subtask, range }, operator, write);
           // A backend without deltas wrote its full state: that operator starts a new chain in this checkpoint.
@@ -365,8 +377,13 @@ export class CheckpointCoordinator {
       const chunk = next.value;
       next = chunks.next();
       const single = index === 0 && next.done;
-      const first = chunk.keyGroups[0]![0];
-      const last = chunk.keyGroups[chunk.keyGroups.length - 1]![0];
+      // A delta's chunk may hold only removals (`keyGroups` empty): its range spans both lists.
+      let first = Number.POSITIVE_INFINITY;
+      let last = Number.NEGATIVE_INFINITY;
+      for (const [group] of [...chunk.keyGroups, ...(chunk.removed ?? [])]) {
+        first = Math.min(first, group);
+        last = Math.max(last, group);
+      }
       const file = single ? stateFileName(uid, subtask, range) : `${stateFileName(uid, subtask, { start: first, end: last })}.${index}`;
       const keyGroups: [number, number] = single ? [range.start, range.end] : [first, last];
       if (!(await write(file, keyGroups, { uid, keyed: chunk, operator: index === 0 ? operator : undefined }))) return false;
@@ -390,7 +407,7 @@ export class CheckpointCoordinator {
     const savepoint = pending.barrier.kind === 'savepoint';
     const stateBytes = pending.stats.reduce((sum, op) => sum + op.bytes, 0);
     // A delta's operators list their new files first (the first carries the operator state), then the chain's.
-    const chain = pending.delta ? this.chain : undefined;
+    const chain = pending.base;
     const operators = Array.from(pending.operators, ([uid, { role, files }]) => ({
       uid,
       role,
@@ -421,7 +438,9 @@ export class CheckpointCoordinator {
     if (!savepoint) {
       this.retained.push(pending.id);
       this.references.set(pending.id, sharedFilesOf(metadata));
-      if (this.options.incremental) this.chain = this.nextChain(pending, operators, chain, stateBytes);
+      // The head of a chain is the checkpoint whose snapshot was taken last: the backends' changes run from there.
+      const newest = pending.id === this.nextId - 1;
+      if (this.options.incremental && newest && pending.epoch === this.chainEpoch) this.chain = this.nextChain(pending, operators, chain, stateBytes);
     }
     try {
       await pending.participants.notifyComplete(pending.id);
@@ -513,7 +532,7 @@ export class CheckpointCoordinator {
   private abort(pending: PendingCheckpoint, reason: unknown, status: 'failed' | 'aborted'): void {
     pending.aborted = true;
     // Its snapshots consumed the backends' changes since the chain's last checkpoint: the next one must be full.
-    this.chain = undefined;
+    this.resetChain();
     pending.timeout?.unsubscribe();
     this.pending.delete(pending.id);
     const error =

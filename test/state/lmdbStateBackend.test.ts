@@ -59,10 +59,11 @@ describe('lmdb state backend', () => {
   it('rejects bad options when it is created', () => {
     expect(() => lmdbStateBackend({ path: '' })).toThrow(/path/);
     expect(() => lmdbStateBackend({ mapSize: -1 })).toThrow(/mapSize/);
+    expect(() => lmdbStateBackend({ writeBatch: 0 })).toThrow(/writeBatch/);
   });
 
   it('keeps state past its write buffer and reads it back after snapshots', () => {
-    const backend = lmdbStateBackend({ path: root }).createKeyedBackend(options);
+    const backend = lmdbStateBackend({ path: root, writeBatch: 16_384 }).createKeyedBackend(options);
     const state = backend.getState(valueState<number>('n'));
     for (let i = 0; i < 100_000; i++) {
       backend.setCurrentKey(i % 50_000);

@@ -147,11 +147,12 @@ function clockHook(scheduler: VirtualTimeScheduler | undefined, arrivals: readon
  * Runs `pipeline` three ways and returns the outputs: without interruption; checkpointed just before record `at`,
  * cancelled, and continued by a new job restored from that checkpoint (`restore: 'latest'`); and checkpointed before
  * `at` then failing once at record `failAt` (≥ `at`) and restarted by the restart strategy.
+ * `job` adds options to every run (a state backend, say).
  */
 export async function runThreeWays<T>(
   records: readonly T[],
   pipeline: Pipeline<T>,
-  { at, failAt = records.length - 1, clock, arrivals }: { at: number; failAt?: number } & ClockOptions,
+  { at, failAt = records.length - 1, clock, arrivals, job = {} }: { at: number; failAt?: number; job?: Partial<JobOptions> } & ClockOptions,
 ): Promise<{ uninterrupted: Outputs; restored: Outputs; restarted: Outputs }> {
   const start = (p: Pipeline<T>, options: Partial<JobOptions>, pauseAt: number[], from?: VirtualTimeScheduler) => {
     const scheduler = clock?.();
@@ -159,7 +160,7 @@ export async function runThreeWays<T>(
     if (scheduler && from) advanceTo(scheduler, from.frame);
     const gate = gates(pauseAt);
     const tick = clockHook(scheduler, arrivals);
-    const built = buildJob(scriptedSource(records, (i) => (tick(i), gate.before(i))), p, { ...options, ...(scheduler ? { scheduler } : {}) });
+    const built = buildJob(scriptedSource(records, (i) => (tick(i), gate.before(i))), p, { ...job, ...options, ...(scheduler ? { scheduler } : {}) });
     return { ...built, gate, scheduler };
   };
 

@@ -40,6 +40,11 @@ export interface LmdbStateBackendOptions {
   path?: string;
   /** Largest size the working database may grow to, in bytes; LMDB grows it as needed by default. */
   mapSize?: number;
+  /**
+   * Buffered writes (value, list, reducing and aggregating state) per LMDB write transaction; 262 144 by default.
+   * Larger batches run faster on many random keys and hold more decoded values in the heap meanwhile.
+   */
+  writeBatch?: number;
 }
 
 /**
@@ -52,7 +57,10 @@ export interface LmdbStateBackendOptions {
  * createJob({ name: 'sessions', stateBackend: lmdbStateBackend({ path: '/var/tmp/weir' }) });
  */
 export function lmdbStateBackend(options: LmdbStateBackendOptions = {}): StateBackend {
-  const { path = tmpdir(), mapSize } = options;
+  const { path = tmpdir(), mapSize, writeBatch = FLUSH_AFTER_WRITES } = options;
+  if (!(Number.isSafeInteger(writeBatch) && writeBatch > 0)) {
+    throw new RangeError(`lmdbStateBackend: writeBatch must be a positive number of writes, not ${String(writeBatch)}`);
+  }
   if (typeof path !== 'string' || path === '') throw new TypeError(`lmdbStateBackend: path must be a directory path, not ${JSON.stringify(path)}`);
   if (mapSize !== undefined && !(Number.isSafeInteger(mapSize) && mapSize > 0)) {
     throw new RangeError(`lmdbStateBackend: mapSize must be a positive number of bytes, not ${String(mapSize)}`);
@@ -60,12 +68,16 @@ export function lmdbStateBackend(options: LmdbStateBackendOptions = {}): StateBa
   return withStateTtl({
     name: 'lmdb',
     createKeyedBackend: ({ uid, maxParallelism, keyGroupRange, onStateRegistered, trackChanges }) =>
-      new LmdbKeyedStateBackend(uid, maxParallelism, keyGroupRange, { path, mapSize, onStateRegistered, trackChanges: trackChanges ?? false }),
+      new LmdbKeyedStateBackend(uid, maxParallelism, keyGroupRange, { path, mapSize, writeBatch, onStateRegistered, trackChanges: trackChanges ?? false }),
   });
 }
 
-/** Buffered writes past which they are written to LMDB in one transaction. */
-const FLUSH_AFTER_WRITES = 131_072;
+/**
+ * Buffered writes past which they are written to LMDB in one transaction, by default. Large batches pay: every transaction
+ * copies the B-tree pages it touches, and on a million random keys 262 144 writes per batch ran at about twice the
+ * throughput of 32 768, for some 50 MB of buffered values at most (the 5M-key job still runs in a 256 MB heap).
+ */
+const FLUSH_AFTER_WRITES = 262_144;
 /** Restored entries written per transaction. */
 const RESTORE_BATCH = 65_536;
 
@@ -109,6 +121,7 @@ class LmdbKeyedStateBackend implements KeyedStateBackend, RowStore {
     private readonly options: {
       path: string;
       mapSize: number | undefined;
+      writeBatch: number;
       trackChanges: boolean;
       onStateRegistered: ((descriptor: StateDescriptor<unknown>) => void) | undefined;
     },
@@ -175,7 +188,7 @@ class LmdbKeyedStateBackend implements KeyedStateBackend, RowStore {
   }
 
   wrote(): void {
-    if (++this.buffered >= FLUSH_AFTER_WRITES) this.flush();
+    if (++this.buffered >= this.options.writeBatch) this.flush();
   }
 
   private flush(): void {
