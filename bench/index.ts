@@ -1,10 +1,12 @@
 import { fileURLToPath } from 'node:url';
 import { alignment } from './alignment';
+import { browser } from './browser';
 import { checkpointing } from './checkpointing';
 import { keyedReduce } from './keyedReduce';
 import { incremental } from './incremental';
 import { largeState } from './largeState';
 import { printTable, writeResults, type Result } from './report';
+import { query } from './query';
 import { savepoint } from './savepoint';
 import { snapshot } from './snapshot';
 import { windows } from './windows';
@@ -22,6 +24,8 @@ const groups: Record<string, () => Promise<Result[]>> = {
   alignment,
   savepoint,
   windows,
+  browser,
+  query,
 };
 
 const requested = process.argv.slice(2).filter((arg) => arg !== '--');

@@ -15,18 +15,33 @@ export class TimerQueue {
     return this.count;
   }
 
+  /**
+   * The key set `add` used last, with its time and namespace: windows make consecutive records register timers at
+   * the same time and namespace (often twice per record: the trigger's and the cleanup's), so this skips two of
+   * the three map lookups. Forgotten whenever a set may leave the maps.
+   */
+  private lastTime = Number.NaN;
+  private lastNamespace: string | undefined;
+  private lastKeys: Set<Key> | undefined;
+
   add(time: number, namespace: string, key: Key): void {
-    let namespaces = this.byTime.get(time);
-    if (namespaces === undefined) {
-      this.byTime.set(time, (namespaces = new Map()));
-      this.push(time);
+    let keys: Set<Key> | undefined;
+    if (time === this.lastTime && namespace === this.lastNamespace) keys = this.lastKeys!;
+    else {
+      let namespaces = this.byTime.get(time);
+      if (namespaces === undefined) {
+        this.byTime.set(time, (namespaces = new Map()));
+        this.push(time);
+      }
+      keys = namespaces.get(namespace);
+      if (keys === undefined) namespaces.set(namespace, (keys = new Set()));
+      this.lastTime = time;
+      this.lastNamespace = namespace;
+      this.lastKeys = keys;
     }
-    let keys = namespaces.get(namespace);
-    if (keys === undefined) namespaces.set(namespace, (keys = new Set()));
-    if (!keys.has(key)) {
-      keys.add(key);
-      this.count++;
-    }
+    const size = keys.size;
+    keys.add(key);
+    if (keys.size !== size) this.count++;
   }
 
   delete(time: number, namespace: string, key: Key): void {
@@ -34,8 +49,17 @@ export class TimerQueue {
     const keys = namespaces?.get(namespace);
     if (!keys?.delete(key)) return;
     this.count--;
-    if (keys.size === 0) namespaces!.delete(namespace);
+    if (keys.size === 0) {
+      namespaces!.delete(namespace);
+      if (keys === this.lastKeys) this.forgetLast();
+    }
     if (namespaces!.size === 0) this.byTime.delete(time);
+  }
+
+  private forgetLast(): void {
+    this.lastTime = Number.NaN;
+    this.lastNamespace = undefined;
+    this.lastKeys = undefined;
   }
 
   /** The earliest pending time, or undefined. */
@@ -44,17 +68,19 @@ export class TimerQueue {
     return this.heap[0];
   }
 
-  /** Removes and returns every timer of the earliest time (`[namespace, key]` pairs). */
-  takeEarliest(): { time: number; timers: [string, Key][] } | undefined {
+  /**
+   * Removes and returns every timer of the earliest time, as a map of namespace to keys. It is detached from the
+   * queue: timers added or deleted while the caller fires these do not change it.
+   */
+  takeEarliest(): { time: number; timers: ReadonlyMap<string, ReadonlySet<Key>> } | undefined {
     const time = this.peek();
     if (time === undefined) return undefined;
     const namespaces = this.byTime.get(time)!;
     this.byTime.delete(time);
+    if (time === this.lastTime) this.forgetLast();
     this.pop();
-    const timers: [string, Key][] = [];
-    for (const [namespace, keys] of namespaces) for (const key of keys) timers.push([namespace, key]);
-    this.count -= timers.length;
-    return { time, timers };
+    for (const keys of namespaces.values()) this.count -= keys.size;
+    return { time, timers: namespaces };
   }
 
   forEach(visit: (time: number, namespace: string, key: Key) => void): void {

@@ -65,9 +65,11 @@ export class TimerService {
   private fireUpTo(queue: TimerQueue, time: number, domain: TimeDomain): void {
     for (let next = queue.peek(); next !== undefined && next <= time; next = queue.peek()) {
       const { time: due, timers } = queue.takeEarliest()!;
-      for (const [namespace, key] of timers) {
-        this.backend.setCurrentKey(key);
-        this.onTimer(domain, due, key, namespace);
+      for (const [namespace, keys] of timers) {
+        for (const key of keys) {
+          this.backend.setCurrentKey(key);
+          this.onTimer(domain, due, key, namespace);
+        }
       }
     }
   }

@@ -170,9 +170,16 @@ export function windowOperator<T, R>(
       return merged;
     }
 
+    // Timers fire grouped by time and window, so consecutive ones mostly share the window: parse its id once.
+    let timerNamespace: string | undefined;
+    let timerWindow: Window = currentWindow;
     function onTimer(domain: TimeDomain, time: number, key: Key, namespace: string): void {
       currentKey = key;
-      const window = windowOfId(namespace);
+      if (namespace !== timerNamespace) {
+        timerWindow = windowOfId(namespace);
+        timerNamespace = namespace;
+      }
+      const window = timerWindow;
       setWindow(window);
       const result = domain === 'event-time' ? trigger.onEventTime(time, window, triggerContext) : trigger.onProcessingTime(time, window, triggerContext);
       act(result, window);
@@ -185,7 +192,10 @@ export function windowOperator<T, R>(
         currentKey = backend.getCurrentKey()!;
         const timestamp = assigner.time === 'processing-time' ? task.scheduler.now() : (record.current ?? task.scheduler.now());
         let dropped = true;
-        for (let window of assigner.assign(timestamp)) {
+        // An indexed loop: for…of allocates an iterator (and its results) per record here.
+        const assigned = assigner.assign(timestamp);
+        for (let i = 0; i < assigned.length; i++) {
+          let window = assigned[i]!;
           if (sessions) window = mergeSession(window);
           if (isLate(window)) continue;
           dropped = false;

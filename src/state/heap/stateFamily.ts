@@ -42,22 +42,44 @@ export class StateFamily<V> {
     return taken;
   }
 
+  /**
+   * The window table used last: consecutive records mostly touch the same window, so this saves a map lookup per
+   * state access. Only ever a table that is in `tables` (release forgets it).
+   */
+  private lastNamespace: string | undefined;
+  private lastTable: StateTable<V> | undefined;
+
   read(namespace: string): StateTable<V> {
-    return namespace === '' ? this.void : (this.tables.get(namespace) ?? this.empty);
+    if (namespace === '') return this.void;
+    if (namespace === this.lastNamespace) return this.lastTable!;
+    const table = this.tables.get(namespace);
+    if (table === undefined) return this.empty;
+    this.lastNamespace = namespace;
+    this.lastTable = table;
+    return table;
   }
 
   write(namespace: string): StateTable<V> {
     if (namespace === '') return this.void;
+    if (namespace === this.lastNamespace) return this.lastTable!;
     let table = this.tables.get(namespace);
     if (table === undefined) {
       this.tables.set(namespace, (table = new StateTable<V>(this.descriptor, copyValue)));
       if (this.changes !== undefined) table.changed = this.changedIn(namespace);
     }
+    this.lastNamespace = namespace;
+    this.lastTable = table;
     return table;
   }
 
   /** Drops a window's table once its last key is gone (a pending snapshot keeps its own reference). */
   release(namespace: string, table: StateTable<V>): void {
-    if (namespace !== '' && table.live.size === 0) this.tables.delete(namespace);
+    if (namespace !== '' && table.live.size === 0 && this.tables.get(namespace) === table) {
+      this.tables.delete(namespace);
+      if (namespace === this.lastNamespace) {
+        this.lastNamespace = undefined;
+        this.lastTable = undefined;
+      }
+    }
   }
 }
