@@ -384,6 +384,11 @@ export class CheckpointCoordinator {
         first = Math.min(first, group);
         last = Math.max(last, group);
       }
+      // Unbucketed entries (a heap full snapshot) may be of any key group of their range.
+      if (chunk.entries !== undefined && chunk.entries.length > 0) {
+        first = Math.min(first, chunk.range?.[0] ?? range.start);
+        last = Math.max(last, chunk.range?.[1] ?? range.end);
+      }
       const file = single ? stateFileName(uid, subtask, range) : `${stateFileName(uid, subtask, { start: first, end: last })}.${index}`;
       const keyGroups: [number, number] = single ? [range.start, range.end] : [first, last];
       if (!(await write(file, keyGroups, { uid, keyed: chunk, operator: index === 0 ? operator : undefined }))) return false;

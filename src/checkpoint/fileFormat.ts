@@ -6,8 +6,11 @@ import { CheckpointCorruptedError } from '../core/errors';
  * JSON payload whose CRC-32 is C. The header makes files self-describing (`head -1` tells what a file is), the
  * length catches truncation and extension, the checksum catches corruption, and the kind catches a file of another
  * kind (or another program) in the wrong place.
+ *
+ * Version 2 is a state file whose keyed payload holds unbucketed `entries` (see `KeyedStatePayload.entries`), which a
+ * version-1 reader would silently skip; every other file is still written as version 1. Both are read.
  */
-export const FORMAT_VERSION = 1;
+export const FORMAT_VERSION = 2;
 
 export type FileKind = 'state' | 'metadata';
 
@@ -15,11 +18,26 @@ const encoder = new TextEncoder();
 const decoder = new TextDecoder('utf-8', { fatal: true });
 const NEWLINE = 0x0a;
 const MAX_HEADER = 256;
+/**
+ * Deepest JSON nesting a file may have. Whatever reads a payload (restore, serializers, the inspector) recurses over
+ * values, so a deeper payload would end in a stack overflow (RangeError) instead of a clear error.
+ */
+const MAX_NESTING = 512;
+
+/** The oldest format version this weir reads. */
+const OLDEST_VERSION = 1;
+
+/** The version a payload needs: 2 for a state file with unbucketed keyed entries, 1 otherwise. */
+function versionOf(kind: FileKind, payload: unknown): number {
+  if (kind !== 'state') return 1;
+  const keyed = (payload as { keyed?: { entries?: unknown } } | null)?.keyed;
+  return keyed?.entries === undefined ? 1 : 2;
+}
 
 export function encodeFile(kind: FileKind, payload: unknown): Uint8Array {
   const body = encoder.encode(JSON.stringify(payload));
   const header = encoder.encode(
-    `${JSON.stringify({ weir: kind, version: FORMAT_VERSION, length: body.length, crc32: CRC32.buf(body) })}\n`,
+    `${JSON.stringify({ weir: kind, version: versionOf(kind, payload), length: body.length, crc32: CRC32.buf(body) })}\n`,
   );
   const file = new Uint8Array(header.length + body.length);
   file.set(header, 0);
@@ -40,17 +58,35 @@ export function decodeFile(kind: FileKind, bytes: Uint8Array, name: string): unk
     throw corrupt('unreadable weir header');
   }
   if (header === null || typeof header !== 'object' || header.weir !== kind) throw corrupt(`not a weir ${kind} file`);
-  if (header.version !== FORMAT_VERSION) {
+  if (!(typeof header.version === 'number' && Number.isInteger(header.version) && header.version >= OLDEST_VERSION && header.version <= FORMAT_VERSION)) {
     throw new CheckpointCorruptedError(
-      `${name}: format version ${String(header.version)} is not supported by this weir (it reads version ${FORMAT_VERSION})`,
+      `${name}: format version ${String(header.version)} is not supported by this weir (it reads versions ${OLDEST_VERSION} to ${FORMAT_VERSION})`,
     );
   }
   const body = bytes.subarray(end + 1);
   if (header.length !== body.length) throw corrupt(`expected ${String(header.length)} payload bytes, found ${body.length} (truncated or extended)`);
   if (header.crc32 !== CRC32.buf(body)) throw corrupt('checksum mismatch');
+  if (nestedDeeperThan(body, MAX_NESTING)) throw corrupt(`payload is nested deeper than ${MAX_NESTING} levels`);
   try {
     return JSON.parse(decoder.decode(body));
   } catch {
     throw corrupt('payload is not valid JSON');
   }
+}
+
+/** Whether JSON text nests arrays and objects more than `max` levels deep (brackets inside strings do not count). */
+function nestedDeeperThan(bytes: Uint8Array, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < bytes.length; i++) {
+    const byte = bytes[i]!;
+    if (inString) {
+      if (byte === 0x5c) i++; // a backslash escapes the next byte
+      else if (byte === 0x22) inString = false;
+    } else if (byte === 0x22) inString = true;
+    else if (byte === 0x5b || byte === 0x7b) {
+      if (++depth > max) return true;
+    } else if (byte === 0x5d || byte === 0x7d) depth--;
+  }
+  return false;
 }

@@ -1,5 +1,6 @@
 import { CheckpointCorruptedError, CheckpointNotFoundError, ForeignCheckpointError } from '../core/errors';
 import type { CheckpointStorage, Json, KeyGroupRange, KeyedStatePayload } from '../core/types';
+import { checkStatePayload, isStateFileEntry } from './checkPayloads';
 import { decodeFile } from './fileFormat';
 import { METADATA_FILE, checkpointDir, checkpointIdOf, type CheckpointMetadata, type OperatorStatePayload, type StateFileEntry } from './layout';
 
@@ -57,10 +58,7 @@ export async function loadCheckpoint(storage: CheckpointStorage, dir: string, jo
         { cause: error },
       );
     });
-    const payload = decodeFile('state', bytes, name) as OperatorStatePayload;
-    if (payload === null || typeof payload !== 'object' || payload.uid !== uid) {
-      throw new CheckpointCorruptedError(`${name}: holds state of '${String(payload?.uid)}', expected '${uid}'`);
-    }
+    const payload = checkStatePayload(decodeFile('state', bytes, name), uid, name);
     return { payload, bytes: bytes.length };
   };
   let kept = 0;
@@ -136,7 +134,8 @@ export function checkMetadata(value: unknown, name: string): CheckpointMetadata 
     typeof metadata.job === 'string' &&
     typeof metadata.id === 'number' &&
     Array.isArray(metadata.operators) &&
-    metadata.operators.every((operator) => typeof operator?.uid === 'string' && Array.isArray(operator.files) && operator.files.every((f) => typeof f?.file === 'string'));
+    typeof metadata.maxParallelism === 'number' &&
+    metadata.operators.every((operator) => typeof operator?.uid === 'string' && Array.isArray(operator.files) && operator.files.every(isStateFileEntry));
   if (!valid) throw new CheckpointCorruptedError(`${name}: metadata does not have the expected fields; the file is damaged or foreign`);
   return metadata;
 }

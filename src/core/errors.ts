@@ -71,3 +71,6 @@ export class CheckpointFailuresExceededError extends WeirError {}
  * would delete each other's checkpoints. A lock whose process died, or whose heartbeat stopped, is taken over.
  */
 export class CheckpointDirectoryLockedError extends WeirError {}
+
+/** A state value cannot be turned into its snapshot form by its serializer (superjson refuses `__proto__` keys, say). */
+export class StateSerializationError extends WeirError {}

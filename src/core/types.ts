@@ -158,9 +158,11 @@ export interface StateMeta {
 }
 
 /**
- * The canonical, backend-independent form of a keyed snapshot: entries bucketed by key group. Keys and values are
- * already encoded (JSON-safe); `state` indexes into `states`. Every backend writes and reads this shape, so state
- * moves between backends and parallelisms.
+ * The canonical, backend-independent form of a keyed snapshot: entries bucketed by key group (`keyGroups`), or for
+ * a full snapshot possibly in no particular order (`entries`, each key's group computed only by a reader that must
+ * filter). Keys and values are already encoded (JSON-safe); `state` indexes into `states`. Every backend writes and
+ * reads this shape, so state moves between backends and parallelisms. Read entries with `forEachPayloadEntry`
+ * (src/state/payloadEntries.ts), which handles both forms.
  */
 export interface KeyedStatePayload {
   readonly states: StateMeta[];
@@ -175,6 +177,14 @@ export interface KeyedStatePayload {
    * after the payloads it follows applies its entries over theirs and removes these.
    */
   readonly removed?: [number, RemovedEntry[]][];
+  /**
+   * Entries not bucketed by key group, in no particular order (a heap backend's full snapshot writes its tables as
+   * they are: cheaper to produce and to encode). Each belongs to the key group of its key (`keyGroupOf`), which lies
+   * in `range`. A payload may hold both these and `keyGroups`; state files with them are format version 2.
+   */
+  readonly entries?: SnapshotEntry[];
+  /** With `entries`: the key groups `[first, last]` they may belong to (the writing instance's range). */
+  readonly range?: [number, number];
 }
 
 /** One key's value of one state in one namespace, encoded. */
@@ -192,6 +202,7 @@ export interface KeyedSnapshot {
   /**
    * The payload in pieces, for state larger than memory: each piece holds whole key groups in ascending order and at
    * most about `maxEntries` entries; only a key group with more entries than that is spread over consecutive pieces.
+   * A backend may instead give pieces of at most `maxEntries` unbucketed `entries` (see `KeyedStatePayload.entries`).
    * Pieces are produced as the iterable is consumed, so the caller holds one at a time; an empty state yields none.
    * Releases the snapshot once iterated to the end.
    */

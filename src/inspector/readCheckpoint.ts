@@ -2,6 +2,7 @@ import { decodeFile } from '../checkpoint/fileFormat';
 import { checkMetadata } from '../checkpoint/loadCheckpoint';
 import { METADATA_FILE, checkpointDir, checkpointIdOf, type CheckpointMetadata, type OperatorRole, type OperatorStatePayload } from '../checkpoint/layout';
 import type { CheckpointStorage, StateKind } from '../core/types';
+import { forEachPayloadEntry } from '../state/payloadEntries';
 
 /**
  * Reads what checkpoints hold without the job's code, on any `CheckpointStorage` (the same layout everywhere):
@@ -172,7 +173,7 @@ export async function summarizeCheckpoint(
           throw new Error(`${where(file)}: holds state of '${String(payload?.uid)}', expected '${operator.uid}'`);
         }
         if (payload.operator !== undefined) operatorStateBytes += utf8Length(JSON.stringify(payload.operator));
-        if (payload.keyed) tally(payload, states);
+        if (payload.keyed) tally(payload, states, metadata.maxParallelism);
         return summary;
       } catch (error) {
         problems.push((error as Error).message);
@@ -209,8 +210,8 @@ interface StateTally {
   keyGroups: Map<number, number>;
 }
 
-function tally(payload: OperatorStatePayload, states: Map<string, StateTally>): void {
-  const { states: metas, keyGroups } = payload.keyed!;
+function tally(payload: OperatorStatePayload, states: Map<string, StateTally>, maxParallelism: number): void {
+  const { states: metas } = payload.keyed!;
   const tallies = metas.map((meta) => {
     let state = states.get(meta.name);
     if (state === undefined) {
@@ -219,20 +220,18 @@ function tally(payload: OperatorStatePayload, states: Map<string, StateTally>): 
     }
     return state;
   });
-  for (const [keyGroup, entries] of keyGroups) {
-    for (const [index, key, value, namespace] of entries) {
-      const state = tallies[index];
-      if (state === undefined) throw new Error(`a snapshot entry names state #${index}, which the snapshot does not declare`);
-      const encodedKey = typeof key === 'string' ? key : JSON.stringify(key);
-      state.entries++;
-      state.bytes += utf8Length(encodedKey) + utf8Length(JSON.stringify(value) ?? '');
-      if (namespace !== undefined && namespace !== '') state.namespaces.add(namespace);
-      if (!state.keys.has(encodedKey)) {
-        state.keys.add(encodedKey);
-        state.keyGroups.set(keyGroup, (state.keyGroups.get(keyGroup) ?? 0) + 1);
-      }
+  forEachPayloadEntry(payload.keyed!, { maxParallelism, keyGroups: true }, ([index, key, value, namespace], keyGroup) => {
+    const state = tallies[index];
+    if (state === undefined) throw new Error(`a snapshot entry names state #${index}, which the snapshot does not declare`);
+    const encodedKey = typeof key === 'string' ? key : JSON.stringify(key);
+    state.entries++;
+    state.bytes += utf8Length(encodedKey) + utf8Length(JSON.stringify(value) ?? '');
+    if (namespace !== undefined && namespace !== '') state.namespaces.add(namespace);
+    if (!state.keys.has(encodedKey)) {
+      state.keys.add(encodedKey);
+      state.keyGroups.set(keyGroup, (state.keyGroups.get(keyGroup) ?? 0) + 1);
     }
-  }
+  });
 }
 
 function finish({ meta, keys, entries, namespaces, bytes, keyGroups }: StateTally): StateSummary {

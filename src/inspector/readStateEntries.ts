@@ -4,6 +4,7 @@ import { checkMetadata } from '../checkpoint/loadCheckpoint';
 import { METADATA_FILE, checkpointDir, type CheckpointMetadata, type OperatorStatePayload } from '../checkpoint/layout';
 import type { CheckpointStorage, Key } from '../core/types';
 import { decodeKey } from '../state/keyCodec';
+import { forEachPayloadEntry } from '../state/payloadEntries';
 import { autoSerializer } from '../state/serializers';
 
 /**
@@ -45,14 +46,12 @@ export async function readCheckpointEntries(storage: CheckpointStorage, job: str
       const metas = payload.keyed.states;
       const decoders = metas.map((meta) => decoderFor(meta.serializer));
       for (const meta of metas) if (!states.has(meta.name)) states.set(meta.name, []);
-      for (const [keyGroup, entries] of payload.keyed.keyGroups) {
-        for (const [index, key, value, namespace] of entries) {
-          const meta = metas[index];
-          if (meta === undefined) throw new Error(`${where(file)}: an entry names state #${index}, which the file does not declare`);
-          const decoded = decoders[index]!(value, meta.serializerVersion);
-          states.get(meta.name)!.push({ key: decodeKey(key), ...(namespace ? { namespace } : {}), keyGroup, ...decoded });
-        }
-      }
+      forEachPayloadEntry(payload.keyed, { maxParallelism: metadata.maxParallelism, keyGroups: true }, ([index, key, value, namespace], keyGroup) => {
+        const meta = metas[index];
+        if (meta === undefined) throw new Error(`${where(file)}: an entry names state #${index}, which the file does not declare`);
+        const decoded = decoders[index]!(value, meta.serializerVersion);
+        states.get(meta.name)!.push({ key: decodeKey(key), ...(namespace ? { namespace } : {}), keyGroup, ...decoded });
+      });
     }
     result.set(operator.uid, states);
   }

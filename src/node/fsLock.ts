@@ -5,7 +5,7 @@
  * with SIGKILL never leaves the directory locked for good. Internal: used by `fsCheckpointStorage`.
  */
 import { randomBytes } from 'node:crypto';
-import { link, mkdir, open, readFile, rename, stat, unlink, utimes } from 'node:fs/promises';
+import { link, mkdir, readFile, rename, stat, unlink, utimes, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { dirname } from 'node:path';
 import { CheckpointDirectoryLockedError } from '../core/errors';
@@ -42,23 +42,27 @@ export async function acquireFsLock(file: string, job: string, options: FsLockOp
   await mkdir(dirname(file), { recursive: true });
   const owner: LockOwner = { pid: process.pid, hostname: hostname(), token: randomBytes(8).toString('hex'), since: new Date().toISOString() };
   const text = JSON.stringify(owner);
+  // The lock is written whole to a temp file and linked into place: `link` fails if the lock exists, so of two
+  // processes racing here one wins, and a process killed at any point never leaves a half-written lock.
+  const temp = `${file}.${owner.token}.tmp`;
+  await writeFile(temp, text);
   for (let attempt = 0; ; attempt++) {
     try {
-      // `wx` creates the file only if it does not exist: of two processes racing here, one wins.
-      const handle = await open(file, 'wx');
-      try {
-        await handle.writeFile(text);
-        await handle.sync();
-      } finally {
-        await handle.close();
-      }
+      await link(temp, file);
+      await unlink(temp).catch(() => undefined);
       break;
     } catch (error) {
-      if (errorCode(error) !== 'EEXIST') throw error;
+      if (errorCode(error) !== 'EEXIST') {
+        await unlink(temp).catch(() => undefined);
+        throw error;
+      }
       const holder = await readHolder(file);
       if (holder === undefined) continue; // released meanwhile
       const abandoned = attempt < 3 && isAbandoned(holder, staleMs);
-      if (!abandoned) throw lockedError(file, job, holder);
+      if (!abandoned) {
+        await unlink(temp).catch(() => undefined);
+        throw lockedError(file, job, holder);
+      }
       await takeOver(file, holder, owner.token, job);
     }
   }
@@ -93,15 +97,16 @@ function parseOwner(text: string): LockOwner | undefined {
     const value = JSON.parse(text) as Partial<LockOwner> | null;
     if (value && Number.isSafeInteger(value.pid) && typeof value.hostname === 'string' && typeof value.token === 'string') return value as LockOwner;
   } catch {
-    // A lock being written right now, or damaged: judged by its age alone.
+    // Damaged.
   }
   return undefined;
 }
 
 function isAbandoned(holder: Holder, staleMs: number): boolean {
-  if (holder.ageMs > staleMs) return true;
   const { owner } = holder;
-  if (owner === undefined || owner.hostname !== hostname() || owner.pid === process.pid) return false;
+  // Locks are linked in whole, so one that does not parse is damaged, not being written: nobody holds it.
+  if (holder.ageMs > staleMs || owner === undefined) return true;
+  if (owner.hostname !== hostname() || owner.pid === process.pid) return false;
   try {
     process.kill(owner.pid, 0);
     return false;

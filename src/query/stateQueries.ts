@@ -5,6 +5,7 @@ import type { CheckpointStorage, Key, StateDescriptor } from '../core/types';
 import { yieldToEventLoop } from '../core/yieldToEventLoop';
 import { copyValue } from '../state/copyValue';
 import { decodeKey } from '../state/keyCodec';
+import { forEachPayloadEntry } from '../state/payloadEntries';
 import { checkRestoredMeta } from '../state/stateChecks';
 import { compareKeys, decodeCursor, encodeCursor, isKey } from './keyOrder';
 import { InvalidQueryError, QueryableStateUnavailableError, UnknownQueryableStateError } from './queryErrors';
@@ -225,11 +226,9 @@ export class StateQueries implements QueryableStateReader {
       const meta = keyed.states[index]!;
       checkRestoredMeta(uid, meta, descriptor);
       version = meta.serializerVersion;
-      for (const [, entries] of keyed.keyGroups) {
-        for (const [state, key, value, namespace] of entries) {
-          if (state === index && (namespace === undefined || namespace === '')) values.set(decodeKey(key), value);
-        }
-      }
+      forEachPayloadEntry(keyed, { maxParallelism: loaded.metadata.maxParallelism }, ([state, key, value, namespace]) => {
+        if (state === index && (namespace === undefined || namespace === '')) values.set(decodeKey(key), value);
+      });
     }
     return { version, values };
   }

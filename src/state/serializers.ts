@@ -1,5 +1,19 @@
 import superjson from 'superjson';
+import { StateSerializationError } from '../core/errors';
 import type { Serializer } from '../core/types';
+
+/** superjson's form of a value; what superjson refuses (`__proto__`, `constructor`, `prototype` keys) is a typed error. */
+function serializeRich(value: unknown): ReturnType<typeof superjson.serialize> {
+  try {
+    return superjson.serialize(value);
+  } catch (error) {
+    throw new StateSerializationError(
+      `a state value cannot be serialized with superjson: ${String((error as Error)?.message ?? error)}; ` +
+        "keep '__proto__', 'constructor' and 'prototype' keys out of state values, or give the state descriptor a serializer of its own",
+      { cause: error },
+    );
+  }
+}
 
 /** Plain JSON: the fastest choice for values made only of objects, arrays, strings, finite numbers, booleans, null. */
 export function jsonSerializer<T>(): Serializer<T> {
@@ -11,7 +25,7 @@ export function superjsonSerializer<T>(): Serializer<T> {
   return {
     id: 'superjson',
     version: 1,
-    encode: (value) => superjson.serialize(value),
+    encode: (value) => serializeRich(value),
     decode: (encoded) => superjson.deserialize(encoded as Parameters<typeof superjson.deserialize>[0]) as T,
   };
 }
@@ -26,7 +40,7 @@ export function autoSerializer<T>(): Serializer<T> {
   return {
     id: 'auto',
     version: 1,
-    encode: (value) => (isPlainJson(value, 0) ? value : { [RICH]: superjson.serialize(value) }),
+    encode: (value) => (isPlainJson(value, 0) ? value : { [RICH]: serializeRich(value) }),
     decode: (encoded) =>
       encoded !== null && typeof encoded === 'object' && RICH in encoded
         ? (superjson.deserialize((encoded as Record<string, Parameters<typeof superjson.deserialize>[0]>)[RICH]!) as T)

@@ -69,6 +69,15 @@ export class SnapshotChunker {
 /** `materialize` in terms of `materializeChunks`: everything in one payload (with the states even when empty). */
 export function wholePayload(states: StateMeta[], chunks: Iterable<KeyedStatePayload>): KeyedStatePayload {
   const keyGroups: KeyedStatePayload['keyGroups'] = [];
-  for (const chunk of chunks) keyGroups.push(...chunk.keyGroups);
-  return { states, keyGroups };
+  let entries: SnapshotEntry[] | undefined;
+  let range: [number, number] | undefined;
+  for (const chunk of chunks) {
+    keyGroups.push(...chunk.keyGroups);
+    if (chunk.entries === undefined) continue;
+    // Pieces with and without a range: the whole has none (readers then hash every key they filter).
+    range = entries === undefined ? chunk.range : range && chunk.range && [Math.min(range[0], chunk.range[0]), Math.max(range[1], chunk.range[1])];
+    if (entries === undefined) entries = chunk.entries;
+    else for (const entry of chunk.entries) entries.push(entry);
+  }
+  return entries === undefined ? { states, keyGroups } : range === undefined ? { states, keyGroups, entries } : { states, keyGroups, entries, range };
 }

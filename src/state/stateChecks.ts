@@ -1,5 +1,5 @@
-import { NoKeyedContextError, NullStateValueError, StateDescriptorConflictError, StateMigrationError } from '../core/errors';
-import type { Key, StateDescriptor, StateMeta } from '../core/types';
+import { CheckpointCorruptedError, NoKeyedContextError, NullStateValueError, StateDescriptorConflictError, StateMigrationError, WeirError } from '../core/errors';
+import type { Key, Serializer, StateDescriptor, StateMeta } from '../core/types';
 
 /**
  * The checks every keyed state backend makes the same way, so that heap and LMDB state fail alike: no current key,
@@ -97,7 +97,7 @@ export function needsMigration(meta: StateMeta, descriptor: StateDescriptor<unkn
  */
 export function restoredDecoder(meta: StateMeta, descriptor: StateDescriptor<unknown>): (encoded: unknown) => unknown {
   const { serializer, migrate, kind } = descriptor;
-  const decode = (encoded: unknown) => serializer.decode(encoded, meta.serializerVersion);
+  const decode = (encoded: unknown) => decodeRestored(serializer, encoded, meta);
   if (!needsMigration(meta, descriptor)) return decode;
   const from = meta.version ?? 1;
   const up = (value: unknown) => migrate!(value, from);
@@ -108,6 +108,23 @@ export function restoredDecoder(meta: StateMeta, descriptor: StateDescriptor<unk
       return (encoded) => new Map(Array.from(decode(encoded) as Map<unknown, unknown>, ([key, value]) => [key, up(value)]));
     default:
       return (encoded) => up(decode(encoded));
+  }
+}
+
+/**
+ * Decodes one restored value. A value its serializer cannot take (a damaged or foreign file that passed its checksum)
+ * is a `CheckpointCorruptedError` naming the state, not whatever the serializer threw (a TypeError, say).
+ */
+export function decodeRestored(serializer: Serializer<unknown>, encoded: unknown, meta: StateMeta): unknown {
+  try {
+    return serializer.decode(encoded, meta.serializerVersion);
+  } catch (error) {
+    if (error instanceof WeirError) throw error;
+    throw new CheckpointCorruptedError(
+      `state '${meta.name}': a saved value cannot be decoded with serializer '${serializer.id}' (version ${meta.serializerVersion}): ` +
+        `${String((error as Error)?.message ?? error).slice(0, 200)}; the checkpoint is damaged or was written by other code — restore from another checkpoint`,
+      { cause: error },
+    );
   }
 }
 

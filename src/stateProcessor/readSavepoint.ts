@@ -1,10 +1,12 @@
+import { checkStatePayload } from '../checkpoint/checkPayloads';
 import { decodeFile } from '../checkpoint/fileFormat';
 import { checkMetadata } from '../checkpoint/loadCheckpoint';
 import { METADATA_FILE, type CheckpointMetadata, type OperatorRole, type OperatorStatePayload } from '../checkpoint/layout';
 import { CheckpointCorruptedError, CheckpointNotFoundError } from '../core/errors';
-import type { CheckpointStorage, Json, Key, KeyedStatePayload, StateDescriptor, StateKind, StateMeta } from '../core/types';
+import type { CheckpointStorage, Json, Key, KeyedStatePayload, Serializer, StateDescriptor, StateKind, StateMeta } from '../core/types';
 import { decodeKey } from '../state/keyCodec';
-import { restoredDecoder } from '../state/stateChecks';
+import { forEachPayloadEntry } from '../state/payloadEntries';
+import { decodeRestored, restoredDecoder } from '../state/stateChecks';
 import { serializerById } from './serializerById';
 
 /** One operator of a savepoint, as its `_metadata` lists it. */
@@ -92,11 +94,7 @@ export class SavepointReader {
     for (const file of files) {
       if (keyGroup !== undefined && (file.keyGroups === null || keyGroup < file.keyGroups[0] || keyGroup > file.keyGroups[1])) continue;
       const where = describe(this.storage, `${this.path}/${file.file}`);
-      const payload = decodeFile('state', await this.storage.read(`${this.path}/${file.file}`), where) as OperatorStatePayload;
-      if (payload === null || typeof payload !== 'object' || payload.uid !== uid) {
-        throw new CheckpointCorruptedError(`${where}: holds state of '${String(payload?.uid)}', expected '${uid}'`);
-      }
-      yield payload;
+      yield checkStatePayload(decodeFile('state', await this.storage.read(`${this.path}/${file.file}`), where), uid, where);
     }
   }
 
@@ -122,10 +120,12 @@ export class SavepointReader {
       const index = keyed.states.findIndex((meta) => meta.name === name);
       if (index < 0) continue;
       const decode = valueDecoder(keyed.states[index]!, options.descriptor);
-      for (const [keyGroup, entries] of keyed.keyGroups) {
-        if (options.keyGroup !== undefined && keyGroup !== options.keyGroup) continue;
-        for (const [state, key, value, ns = ''] of entries) if (state === index && ns === namespace) yield [decodeKey(key), decode(value)];
-      }
+      const range = options.keyGroup === undefined ? undefined : { start: options.keyGroup, end: options.keyGroup };
+      const pairs: [Key, unknown][] = [];
+      forEachPayloadEntry(keyed, { maxParallelism: this.maxParallelism, range }, ([state, key, value, ns = '']) => {
+        if (state === index && ns === namespace) pairs.push([decodeKey(key), decode(value)]);
+      });
+      yield* pairs;
     }
   }
 
@@ -155,7 +155,7 @@ export function readSavepoint(storage: CheckpointStorage, path: string): Promise
 export function valueDecoder(meta: StateMeta, descriptor?: StateDescriptor<unknown>): (encoded: unknown) => unknown {
   if (descriptor) return restoredDecoder(meta, descriptor);
   const serializer = serializerById(meta.serializer);
-  return serializer ? (encoded) => serializer.decode(encoded, meta.serializerVersion) : (encoded) => encoded;
+  return serializer ? (encoded) => decodeRestored(serializer as Serializer<unknown>, encoded, meta) : (encoded) => encoded;
 }
 
 export function describe(storage: CheckpointStorage, path: string): string {

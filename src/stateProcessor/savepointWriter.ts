@@ -4,6 +4,7 @@ import { CheckpointNotFoundError, JobDefinitionError } from '../core/errors';
 import { DEFAULT_MAX_PARALLELISM, keyGroupOf, keyGroupRangeFor } from '../core/keyGroups';
 import type { CheckpointStorage, Json, Key, KeyedStatePayload, SnapshotEntry, StateDescriptor, StateMeta } from '../core/types';
 import { checkKey, decodeKey, encodeKey } from '../state/keyCodec';
+import { forEachPayloadEntry } from '../state/payloadEntries';
 import { metaOf } from '../state/stateChecks';
 import { valueDecoder, type SavepointReader } from './readSavepoint';
 import { serializerById } from './serializerById';
@@ -58,7 +59,7 @@ export class SavepointWriter {
       const draft: OperatorDraft = { role: operator.role, parallelism: operator.parallelism, operatorStates: [], states: new Map() };
       for await (const payload of reader.payloads(operator.uid)) {
         draft.operatorStates.push(payload.operator);
-        if (payload.keyed) addPayload(draft, payload.keyed);
+        if (payload.keyed) addPayload(draft, payload.keyed, writer.maxParallelism);
       }
       writer.operators.set(operator.uid, draft);
     }
@@ -161,18 +162,19 @@ export class SavepointWriter {
     return storage.describe ? storage.describe(dir) : dir;
   }
 
+  /** One instance's keyed payload: its entries unbucketed (format version 2), in the order they were added. */
   private keyedPayload(operator: OperatorDraft, range: { start: number; end: number }): KeyedStatePayload {
     const states = Array.from(operator.states.values());
-    const groups = new Map<number, SnapshotEntry[]>();
+    const entries: SnapshotEntry[] = [];
     states.forEach((state, index) => {
-      for (const [group, key, value, namespace] of state.entries) {
+      const drafts = state.entries;
+      for (let i = 0; i < drafts.length; i++) {
+        const [group, key, value, namespace] = drafts[i]!;
         if (group < range.start || group > range.end) continue;
-        let entries = groups.get(group);
-        if (!entries) groups.set(group, (entries = []));
         entries.push(namespace === undefined ? [index, key, value] : [index, key, value, namespace]);
       }
     });
-    return { states: states.map((state) => state.meta), keyGroups: Array.from(groups).sort((a, b) => a[0] - b[0]) };
+    return { states: states.map((state) => state.meta), keyGroups: [], entries, range: [range.start, range.end] };
   }
 
   private operator(uid: string, parallelism = 1): OperatorDraft {
@@ -189,17 +191,15 @@ export class SavepointWriter {
 }
 
 /** Adds a saved keyed payload's entries to an operator draft, re-bucketed by state. */
-function addPayload(draft: OperatorDraft, payload: KeyedStatePayload): void {
+function addPayload(draft: OperatorDraft, payload: KeyedStatePayload, maxParallelism: number): void {
   const states = payload.states.map((meta) => {
     let state = draft.states.get(meta.name);
     if (!state) draft.states.set(meta.name, (state = { meta, entries: [] }));
     return state;
   });
-  for (const [group, entries] of payload.keyGroups) {
-    for (const [index, key, value, namespace] of entries) {
-      states[index]!.entries.push(namespace === undefined ? [group, key, value] : [group, key, value, namespace]);
-    }
-  }
+  forEachPayloadEntry(payload, { maxParallelism, keyGroups: true }, ([index, key, value, namespace], group) => {
+    states[index]!.entries.push(namespace === undefined ? [group, key, value] : [group, key, value, namespace]);
+  });
 }
 
 /**

@@ -1,21 +1,14 @@
-import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ROOT, bundleFixture, describeMismatch, random, runChild, type BundledFixture, type ChildRun } from '../support/childJob';
 
 // The real thing: a job in a child process, killed with SIGKILL at random points (seeded) and started again with
 // `restore: 'latest'` until it finishes; its committed output must be exactly that of a run without failures.
+// The kill campaign (test/faults/killCampaign.test.ts) does the same for more kinds of jobs and fault points.
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const FIXTURE = join(ROOT, 'test/node/fixtures/crashJob.ts');
-// The child runs the fixture bundled once into plain JavaScript by the esbuild that tsx itself uses: it starts in a
-// fraction of the CPU time `node --import tsx` takes (the loader thread, the transform cache), which adds up over
-// dozens of restarts on a 2-core machine. 'weir' and 'weir/node' are resolved through the `paths` of tsconfig.json;
-// packages stay external, and the bundle sits under node_modules/.cache so that node resolves them from there.
-const BUNDLE = join(ROOT, 'node_modules/.cache/weir-crash-test', `crashJob-${process.pid}.mjs`);
 const JOB = 'crash-count';
 
 const RECORDS = 100_000;
@@ -25,75 +18,11 @@ const WORK = 2500;
 const MIN_KILLS = 20;
 const SEED = 0x5eed_2024;
 
-/** mulberry32: a tiny seeded PRNG, so that a failing kill schedule can be replayed. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-interface Run {
-  /** Exit code, or null when killed. */
-  code: number | null;
-  killed: boolean;
-  /** Milliseconds from the child's `started` line to its exit. */
-  ranMs: number;
-  stderr: string;
-}
-
-async function bundleFixture(): Promise<void> {
-  const esbuild = createRequire(createRequire(import.meta.url).resolve('tsx'))('esbuild') as typeof import('esbuild');
-  await esbuild.build({
-    entryPoints: [FIXTURE],
-    outfile: BUNDLE,
-    bundle: true,
-    packages: 'external',
-    platform: 'node',
-    format: 'esm',
-    target: 'node20',
-    tsconfig: join(ROOT, 'tsconfig.json'),
-    logLevel: 'error',
-  });
-}
+let bundle: BundledFixture;
 
 /** Runs the job once; with `killAfter`, SIGKILLs it that many ms after it reports `started`, if it still runs. */
-function runJob(dir: string, killAfter?: number): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      [BUNDLE, join(dir, '..', 'input.jsonl'), join(dir, 'out', 'out.jsonl'), join(dir, 'checkpoints'), String(WORK)],
-      { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    let stdout = '';
-    let stderr = '';
-    let startedAt: number | undefined;
-    let timer: NodeJS.Timeout | undefined;
-    let killed = false;
-    child.stdout.on('data', (data: Buffer) => {
-      stdout += data.toString();
-      if (startedAt === undefined && stdout.includes('started\n')) {
-        startedAt = performance.now();
-        if (killAfter !== undefined) {
-          timer = setTimeout(() => {
-            // Only a kill that reaches a running child counts.
-            if (child.exitCode === null && child.signalCode === null) killed = child.kill('SIGKILL');
-          }, killAfter);
-        }
-      }
-    });
-    child.stderr.on('data', (data: Buffer) => (stderr += data.toString()));
-    child.on('error', reject);
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      const ranMs = startedAt === undefined ? 0 : performance.now() - startedAt;
-      resolve({ code, killed: killed && signal === 'SIGKILL', ranMs, stderr });
-    });
-  });
+function runJob(dir: string, killAfter?: number): Promise<ChildRun> {
+  return runChild(bundle, [join(dir, '..', 'input.jsonl'), join(dir, 'out', 'out.jsonl'), join(dir, 'checkpoints'), String(WORK)], { afterMs: killAfter });
 }
 
 /** What the kill interrupted, judged by what it left on disk. */
@@ -101,6 +30,7 @@ async function interrupted(dir: string): Promise<{ checkpointWrite: boolean; unc
   const jobDir = join(dir, 'checkpoints', JOB);
   let checkpointWrite = false;
   for (const name of await readdir(jobDir).catch(() => [] as string[])) {
+    if (!name.startsWith('chk-')) continue;
     const files = await readdir(join(jobDir, name)).catch(() => [] as string[]);
     // State files without `_metadata`, or a temp file: a checkpoint was being written.
     if (!files.includes('_metadata') || files.some((file) => file.endsWith('.tmp'))) checkpointWrite = true;
@@ -110,29 +40,18 @@ async function interrupted(dir: string): Promise<{ checkpointWrite: boolean; unc
   return { checkpointWrite, uncommittedOutput };
 }
 
-/** How the committed output differs from the expected one, for the failure message. */
-function describeMismatch(actual: string, expected: string): string {
-  const got = actual.split('\n');
-  const want = expected.split('\n');
-  const first = want.findIndex((line, i) => got[i] !== line);
-  const counts = new Map<string, number>();
-  for (const line of got) counts.set(line, (counts.get(line) ?? 0) + 1);
-  const duplicates = Array.from(counts.values()).filter((n) => n > 1).length;
-  return `${got.length - 1} lines instead of ${want.length - 1}, ${duplicates} duplicated, first difference at line ${first + 1}: ${JSON.stringify(got[first])} instead of ${JSON.stringify(want[first])}`;
-}
-
 describe('crash recovery of a real process (SIGKILL)', () => {
   let base: string;
   beforeAll(async () => {
     base = await mkdtemp(join(tmpdir(), 'weir-crash-'));
-    await bundleFixture();
+    bundle = await bundleFixture(FIXTURE);
     let input = '';
     for (let i = 0; i < RECORDS; i++) input += `{"user":"u${i % USERS}","n":1}\n`;
     await writeFile(join(base, 'input.jsonl'), input);
   });
   afterAll(async () => {
     await rm(base, { recursive: true, force: true });
-    await rm(BUNDLE, { force: true });
+    await bundle?.remove();
   });
 
   it(`survives ≥ ${MIN_KILLS} kills at random points with exactly-once output`, { timeout: 180_000 }, async () => {

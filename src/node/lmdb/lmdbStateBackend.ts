@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { open } from 'lmdb';
 import { keyGroupOf } from '../../core/keyGroups';
+import { forEachPayloadEntry } from '../../state/payloadEntries';
 import type {
   Key,
   KeyGroupRange,
@@ -305,17 +306,15 @@ class LmdbKeyedStateBackend implements KeyedStateBackend, RowStore {
     };
     for (const payload of payloads) {
       const slots = payload.states.map((meta) => this.restoredSlot(meta));
-      for (const [keyGroup, entries] of payload.keyGroups) {
-        if (keyGroup < this.range.start || keyGroup > this.range.end) continue;
-        for (const [index, key, value, namespace = ''] of entries) {
-          const slot = slots[index];
-          if (slot === undefined) throw undeclaredState(this.uid, index);
-          (slot.keyTypes ??= new Set()).add(encodedKeyType(key));
-          const row = Buffer.from(this.keys.begin(keyGroup, slot.id).add(decodeKey(key)).addNamespace(namespace).key());
-          batch.push(() => this.db.put(row, value));
-          if (batch.length >= RESTORE_BATCH) write();
-        }
-      }
+      // Rows are keyed by key group first: every entry's is needed.
+      forEachPayloadEntry(payload, { maxParallelism: this.maxParallelism, range: this.range, keyGroups: true }, ([index, key, value, namespace = ''], keyGroup) => {
+        const slot = slots[index];
+        if (slot === undefined) throw undeclaredState(this.uid, index);
+        (slot.keyTypes ??= new Set()).add(encodedKeyType(key));
+        const row = Buffer.from(this.keys.begin(keyGroup, slot.id).add(decodeKey(key)).addNamespace(namespace).key());
+        batch.push(() => this.db.put(row, value));
+        if (batch.length >= RESTORE_BATCH) write();
+      });
       // A delta's removals (incremental checkpoints): restored rows are whole values, map state's too.
       for (const [keyGroup, removed] of payload.removed ?? []) {
         if (keyGroup < this.range.start || keyGroup > this.range.end) continue;

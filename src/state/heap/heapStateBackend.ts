@@ -13,6 +13,7 @@ import type {
 import { copyValue } from '../copyValue';
 import { decodeKey, encodeKey } from '../keyCodec';
 import { mergeStateValues } from '../mergeStateValues';
+import { forEachPayloadEntry } from '../payloadEntries';
 import { SnapshotChunker, wholePayload } from '../snapshotChunker';
 import {
   checkKeyType,
@@ -255,8 +256,10 @@ class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
   }
 
   /**
-   * The snapshot's payloads: entries are bucketed by key group first (references only, nothing encoded), then
-   * encoded one chunk at a time, so the encoded form of the whole state never exists at once.
+   * The snapshot's payloads: unbucketed `entries` in table order (a full snapshot restores whole instances, so the key
+   * groups are computed only by a reader that filters, see `forEachPayloadEntry`), at most `maxEntries` a piece. The
+   * tables are walked at once for references (what the snapshot sees; processing goes on between pieces), and
+   * values are encoded one piece at a time, so the encoded form of the whole state never exists at once.
    */
   private *chunks(
     tables: readonly [string, StateTable<unknown>, Overlay][],
@@ -266,41 +269,48 @@ class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
   ): Generator<KeyedStatePayload> {
     try {
       const { states, tableStates, pendingStates } = this.stateIndexes(tables, pending);
-      // Per key group, flat triples: source (a table's index, or -1 - a pending state's index), key, value.
-      const buckets = new Map<number, unknown[]>();
-      const bucket = (key: Key) => {
-        const keyGroup = keyGroupOf(key, this.maxParallelism);
-        let entries = buckets.get(keyGroup);
-        if (entries === undefined) buckets.set(keyGroup, (entries = []));
-        return entries;
-      };
-      tables.forEach(([, table, overlay], source) => table.forEachAsOf(overlay, (key, value) => bucket(key).push(source, key, value)));
-      pending.forEach(({ entries }, index) => {
-        for (const [namespace, values] of entries) for (const [key, value] of values) bucket(decodeKey(key)).push(-1 - index, key, [value, namespace]);
+      const range: [number, number] = [this.range.start, this.range.end];
+      // Flat pairs per table: key, value as of the snapshot.
+      const captured = tables.map(([, table, overlay]) => {
+        const refs: unknown[] = [];
+        table.forEachAsOf(overlay, (key, value) => refs.push(key, value));
+        return refs;
       });
-      const chunker = new SnapshotChunker(states, maxEntries);
-      for (const keyGroup of Array.from(buckets.keys()).sort((a, b) => a - b)) {
-        const entries = buckets.get(keyGroup)!;
-        buckets.delete(keyGroup);
-        for (let i = 0; i < entries.length; i += 3) {
-          const source = entries[i] as number;
-          let entry: SnapshotEntry;
-          if (source >= 0) {
-            const [namespace, table] = tables[source]!;
-            const encoded = table.descriptor.serializer.encode(entries[i + 2]);
-            const key = encodeKey(entries[i + 1] as Key);
-            entry = namespace === '' ? [tableStates[source]!, key, encoded] : [tableStates[source]!, key, encoded, namespace];
-          } else {
-            const [value, namespace] = entries[i + 2] as [unknown, string];
-            const state = pendingStates[-1 - source]!;
-            entry = namespace === '' ? [state, entries[i + 1], value] : [state, entries[i + 1], value, namespace];
-          }
-          const closed = chunker.add(keyGroup, entry);
-          if (closed) yield closed;
+      // Restored, never read: flat triples of encoded key, encoded value, namespace.
+      const restored = pending.map(({ entries }) => {
+        const refs: unknown[] = [];
+        for (const [namespace, values] of entries) for (const [key, value] of values) refs.push(key, value, namespace);
+        return refs;
+      });
+      let entries: SnapshotEntry[] = [];
+      const take = (): KeyedStatePayload => {
+        const payload: KeyedStatePayload = { states, keyGroups: [], entries, range };
+        entries = [];
+        return payload;
+      };
+      for (let source = 0; source < tables.length; source++) {
+        const [namespace, table] = tables[source]!;
+        const state = tableStates[source]!;
+        const serializer = table.descriptor.serializer;
+        const refs = captured[source]!;
+        captured[source] = [];
+        for (let i = 0; i < refs.length; i += 2) {
+          const key = encodeKey(refs[i] as Key);
+          const value = serializer.encode(refs[i + 1]);
+          entries.push(namespace === '' ? [state, key, value] : [state, key, value, namespace]);
+          if (entries.length >= maxEntries) yield take();
         }
       }
-      const last = chunker.finish();
-      if (last) yield last;
+      for (let index = 0; index < restored.length; index++) {
+        const state = pendingStates[index]!;
+        const refs = restored[index]!;
+        for (let i = 0; i < refs.length; i += 3) {
+          const namespace = refs[i + 2] as string;
+          entries.push(namespace === '' ? [state, refs[i], refs[i + 1]] : [state, refs[i], refs[i + 1], namespace]);
+          if (entries.length >= maxEntries) yield take();
+        }
+      }
+      if (entries.length > 0) yield take();
     } finally {
       release();
     }
@@ -323,10 +333,9 @@ class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
         return entries;
       };
       const owned = (keyGroup: number) => keyGroup >= this.range.start && keyGroup <= this.range.end;
-      for (const [keyGroup, entries] of payload.keyGroups) {
-        if (!owned(keyGroup)) continue;
-        for (const [index, key, value, namespace = ''] of entries) pendingOf(index, namespace).set(key, value);
-      }
+      forEachPayloadEntry(payload, { maxParallelism: this.maxParallelism, range: this.range }, ([index, key, value, namespace = '']) => {
+        pendingOf(index, namespace).set(key, value);
+      });
       for (const [keyGroup, removed] of payload.removed ?? []) {
         if (!owned(keyGroup)) continue;
         for (const [index, key, namespace = ''] of removed) pendingOf(index, namespace).delete(key);

@@ -171,7 +171,7 @@ class TtlKeyedStateBackend implements KeyedStateBackend {
       *materializeChunks(maxEntries) {
         for (const chunk of snapshot.materializeChunks(maxEntries)) {
           const kept = filter(chunk);
-          if (kept.keyGroups.length > 0) yield kept;
+          if (kept.keyGroups.length > 0 || (kept.entries?.length ?? 0) > 0) yield kept;
         }
       },
       release: () => snapshot.release(),
@@ -245,8 +245,7 @@ function liveValue(kind: StateDescriptor<unknown>['kind'], stored: unknown, conf
 function withoutExpired(payload: KeyedStatePayload, filtered: ReadonlyMap<string, { entry: TtlEntry; now: number }>): KeyedStatePayload {
   const byIndex = payload.states.map((meta) => (meta.ttl ? filtered.get(meta.name) : undefined));
   if (byIndex.every((state) => state === undefined)) return payload;
-  const keyGroups: [number, SnapshotEntry[]][] = [];
-  for (const [keyGroup, entries] of payload.keyGroups) {
+  const live = (entries: readonly SnapshotEntry[]) => {
     const kept: SnapshotEntry[] = [];
     for (const snapshotEntry of entries) {
       const state = byIndex[snapshotEntry[0]];
@@ -260,9 +259,15 @@ function withoutExpired(payload: KeyedStatePayload, filtered: ReadonlyMap<string
       copy[2] = value;
       kept.push(copy);
     }
+    return kept;
+  };
+  const keyGroups: [number, SnapshotEntry[]][] = [];
+  for (const [keyGroup, entries] of payload.keyGroups) {
+    const kept = live(entries);
     if (kept.length > 0) keyGroups.push([keyGroup, kept]);
   }
-  return { ...payload, keyGroups };
+  // Unbucketed entries (see `forEachPayloadEntry`) are filtered alike, keeping their range.
+  return payload.entries === undefined ? { ...payload, keyGroups } : { ...payload, keyGroups, entries: live(payload.entries) };
 }
 
 /**

@@ -1,0 +1,78 @@
+import { CheckpointCorruptedError } from '../core/errors';
+import type { StateFileEntry, OperatorStatePayload } from './layout';
+
+/**
+ * Shape checks of decoded checkpoint files. A file that passed its checksum can still be foreign or written by a
+ * broken tool; what restore, the State Processor API and the inspector rely on is checked here once, so that they
+ * meet a typed `CheckpointCorruptedError` naming the file rather than a TypeError deep in a backend.
+ */
+
+const STATE_KINDS = new Set(['value', 'list', 'map', 'reducing', 'aggregating']);
+
+const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
+const isIndex = (value: unknown): value is number => Number.isSafeInteger(value) && (value as number) >= 0;
+
+/** A file name inside a checkpoint directory: no separators, never `.` or `..`, so that it cannot point elsewhere. */
+function isFileName(value: unknown): value is string {
+  return typeof value === 'string' && value !== '' && value !== '.' && value !== '..' && !/[/\\\0]/.test(value);
+}
+
+/** Whether a `_metadata` file entry has the fields and types loading relies on. */
+export function isStateFileEntry(entry: unknown): entry is StateFileEntry {
+  if (!isObject(entry) || !isFileName(entry.file) || !isIndex(entry.subtask)) return false;
+  const groups = entry.keyGroups;
+  if (groups !== null && !(Array.isArray(groups) && groups.length === 2 && isIndex(groups[0]) && isIndex(groups[1]) && groups[0] <= groups[1])) return false;
+  return entry.checkpoint === undefined || isIndex(entry.checkpoint);
+}
+
+/**
+ * Checks a decoded state file: it holds state of `uid`, and its keyed part (if any) is `{ states, keyGroups,
+ * removed? }` with entries that point at declared states. Keys and values are checked where they are decoded.
+ */
+export function checkStatePayload(value: unknown, uid: string, name: string): OperatorStatePayload {
+  const corrupt = (what: string) => new CheckpointCorruptedError(`${name}: ${what}; the file is damaged or was not written by weir — restore from another checkpoint`);
+  if (!isObject(value) || value.uid !== uid) {
+    throw new CheckpointCorruptedError(`${name}: holds state of '${String(isObject(value) ? value.uid : undefined).slice(0, 200)}', expected '${uid}'`);
+  }
+  const keyed = value.keyed;
+  if (keyed === undefined) return value as unknown as OperatorStatePayload;
+  if (!isObject(keyed) || !Array.isArray(keyed.states) || !Array.isArray(keyed.keyGroups)) throw corrupt('its keyed state is not { states, keyGroups }');
+  keyed.states.forEach((meta, index) => {
+    const valid =
+      isObject(meta) &&
+      typeof meta.name === 'string' &&
+      STATE_KINDS.has(meta.kind as string) &&
+      typeof meta.serializer === 'string' &&
+      Number.isSafeInteger(meta.serializerVersion) &&
+      (meta.version === undefined || (Number.isSafeInteger(meta.version) && (meta.version as number) >= 1)) &&
+      (meta.ttl === undefined || meta.ttl === true);
+    if (!valid) throw corrupt(`keyed state #${index} is not described by { name, kind, serializer, serializerVersion }`);
+  });
+  const states = keyed.states.length;
+  const checkGroups = (groups: unknown, field: string, valueAt: number) => {
+    if (!Array.isArray(groups)) throw corrupt(`its keyed ${field} is not a list of key groups`);
+    for (const group of groups) {
+      if (!Array.isArray(group) || group.length !== 2 || !isIndex(group[0]) || !Array.isArray(group[1])) throw corrupt(`a key group of its keyed ${field} is not [keyGroup, entries]`);
+      for (const entry of group[1] as unknown[]) {
+        // [state, key, value, namespace?] — or without the value for removed entries.
+        const valid =
+          Array.isArray(entry) &&
+          (entry.length === valueAt || entry.length === valueAt + 1) &&
+          isIndex(entry[0]) &&
+          entry[0] < states &&
+          (entry.length === valueAt || typeof entry[valueAt] === 'string');
+        if (!valid) throw corrupt(`an entry of key group ${group[0]} in its keyed ${field} is malformed or names an undeclared state`);
+      }
+    }
+  };
+  checkGroups(keyed.keyGroups, 'entries', 3);
+  if (keyed.removed !== undefined) checkGroups(keyed.removed, 'removals', 2);
+  // Unbucketed entries (format version 2), with the key-group range they lie in.
+  if (keyed.entries !== undefined || keyed.range !== undefined) {
+    const range = keyed.range;
+    const validRange = range === undefined || (Array.isArray(range) && range.length === 2 && isIndex(range[0]) && isIndex(range[1]) && range[0] <= range[1]);
+    if (!Array.isArray(keyed.entries) || !validRange) throw corrupt('its keyed entries are not a list with a key-group range [first, last]');
+    checkGroups([[range?.[0] ?? 0, keyed.entries]], 'unbucketed entries', 3);
+  }
+  return value as unknown as OperatorStatePayload;
+}

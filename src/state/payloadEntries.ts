@@ -1,0 +1,52 @@
+import { keyGroupOf } from '../core/keyGroups';
+import type { KeyGroupRange, KeyedStatePayload, SnapshotEntry } from '../core/types';
+import { decodeKey } from './keyCodec';
+
+export interface PayloadEntryOptions {
+  /** The key groups of the job (the snapshot's `maxParallelism`): how an unbucketed entry's key group is computed. */
+  readonly maxParallelism: number;
+  /** Only entries of these key groups (all by default). */
+  readonly range?: KeyGroupRange;
+  /** Always pass each entry's key group; otherwise unbucketed entries that need no filtering get -1 (no hashing). */
+  readonly keyGroups?: boolean;
+}
+
+/**
+ * Visits the entries of a keyed payload whose key group lies in `options.range`, with their key group: bucketed
+ * ones (`keyGroups`) first, then unbucketed ones (`entries`). The one way every reader of payloads (restores, the
+ * State Processor API, the inspector, queries) sees entries, so that both forms are read alike. The key group of an
+ * unbucketed entry is computed (its key hashed) only when the range does not cover the payload's or when asked for.
+ */
+export function forEachPayloadEntry(
+  payload: KeyedStatePayload,
+  options: PayloadEntryOptions,
+  visit: (entry: SnapshotEntry, keyGroup: number) => void,
+): void {
+  const { range } = options;
+  for (const [keyGroup, entries] of payload.keyGroups) {
+    if (range !== undefined && (keyGroup < range.start || keyGroup > range.end)) continue;
+    for (const entry of entries) visit(entry, keyGroup);
+  }
+  const entries = payload.entries;
+  if (entries === undefined || entries.length === 0) return;
+  const own = payload.range;
+  if (range !== undefined && own !== undefined && (own[1] < range.start || own[0] > range.end)) return;
+  const covered = range === undefined || (own !== undefined && own[0] >= range.start && own[1] <= range.end);
+  if (covered && !options.keyGroups) {
+    for (let i = 0; i < entries.length; i++) visit(entries[i]!, -1);
+    return;
+  }
+  const { maxParallelism } = options;
+  for (let i = 0; i < entries.length; i++) {
+    const entry = entries[i]!;
+    const keyGroup = keyGroupOf(decodeKey(entry[1]), maxParallelism);
+    if (covered || (keyGroup >= range!.start && keyGroup <= range!.end)) visit(entry, keyGroup);
+  }
+}
+
+/** Number of entries (bucketed and not) in a payload, removals left out. */
+export function payloadEntryCount(payload: KeyedStatePayload): number {
+  let count = payload.entries?.length ?? 0;
+  for (const [, entries] of payload.keyGroups) count += entries.length;
+  return count;
+}

@@ -1,0 +1,100 @@
+// A CheckpointStorage wrapper that injects failures into the calls of the storage it wraps, for the storage fault
+// tests (test/faults/storageFaults.test.ts). Faults are armed one at a time and fire on the next matching call.
+import type { CheckpointStorage } from 'weir';
+
+export type Fault =
+  /** The write rejects with an I/O error; nothing is written. */
+  | { kind: 'write-error' }
+  /** The write rejects with ENOSPC, as a full disk does; nothing is written. */
+  | { kind: 'enospc' }
+  /** A broken storage: the first `keep` bytes land under the final name, then the write rejects. */
+  | { kind: 'torn'; keep: number }
+  /** The write succeeds after `delayMs`. */
+  | { kind: 'slow'; delayMs: number }
+  /** The read rejects with an I/O error. */
+  | { kind: 'read-error' }
+  /** The read returns the bytes with one bit flipped. */
+  | { kind: 'bit-flip' };
+
+interface Armed {
+  fault: Fault;
+  match: (path: string) => boolean;
+  times: number;
+}
+
+export interface FaultyStorage extends CheckpointStorage {
+  /** Arms a fault for the next `times` (default 1) calls whose path matches. */
+  inject(fault: Fault, match: (path: string) => boolean, times?: number): void;
+  /** Disarms every fault. */
+  heal(): void;
+  /** Faults that fired, as `<kind> <path>`. */
+  readonly fired: string[];
+  /** Resolves when every slow write has finished. */
+  settled(): Promise<void>;
+}
+
+function ioError(code: string, message: string): Error {
+  return Object.assign(new Error(`${code}: ${message}`), { code });
+}
+
+/**
+ * Wraps `inner`, keeping its location, limits and lock.
+ * @example const storage = faultyStorage(fsCheckpointStorage(dir)); storage.inject({ kind: 'enospc' }, (p) => p.endsWith('/_metadata'));
+ */
+export function faultyStorage(inner: CheckpointStorage): FaultyStorage {
+  let armed: Armed[] = [];
+  const fired: string[] = [];
+  const slow = new Set<Promise<unknown>>();
+  const take = (path: string, kinds: Fault['kind'][]): Fault | undefined => {
+    const entry = armed.find((a) => kinds.includes(a.fault.kind) && a.match(path));
+    if (!entry) return undefined;
+    if (--entry.times <= 0) armed = armed.filter((a) => a !== entry);
+    fired.push(`${entry.fault.kind} ${path}`);
+    return entry.fault;
+  };
+  return {
+    ...inner,
+    fired,
+    inject(fault, match, times = 1) {
+      armed.push({ fault, match, times });
+    },
+    heal() {
+      armed = [];
+    },
+    async settled() {
+      await Promise.all(slow);
+    },
+    async write(path, data) {
+      const fault = take(path, ['write-error', 'enospc', 'torn', 'slow']);
+      switch (fault?.kind) {
+        case 'write-error':
+          throw ioError('EIO', `i/o error writing ${path}`);
+        case 'enospc':
+          throw ioError('ENOSPC', `no space left on device, write ${path}`);
+        case 'torn':
+          await inner.write(path, data.subarray(0, Math.min(fault.keep, data.length)));
+          throw ioError('EIO', `i/o error writing ${path} after ${fault.keep} bytes`);
+        case 'slow': {
+          const write = new Promise((resolve) => setTimeout(resolve, fault.delayMs)).then(() => inner.write(path, data));
+          slow.add(write);
+          return write.finally(() => slow.delete(write));
+        }
+        default:
+          return inner.write(path, data);
+      }
+    },
+    async read(path) {
+      const fault = take(path, ['read-error', 'bit-flip']);
+      if (fault?.kind === 'read-error') throw ioError('EIO', `i/o error reading ${path}`);
+      const bytes = await inner.read(path);
+      if (fault?.kind === 'bit-flip') {
+        const copy = bytes.slice();
+        copy[copy.length - 1] = copy[copy.length - 1]! ^ 0x01;
+        return copy;
+      }
+      return bytes;
+    },
+    list: (dir) => inner.list(dir),
+    remove: (path) => inner.remove(path),
+  };
+}
