@@ -78,7 +78,8 @@ export class SavepointReader {
       uid,
       role,
       parallelism: files.length,
-      keyGroupRanges: files.flatMap((file) => (file.keyGroups ? [file.keyGroups] : [])),
+      // By subtask, whichever order the instances' files were acknowledged in.
+      keyGroupRanges: [...files].sort((a, b) => a.subtask - b.subtask).flatMap((file) => (file.keyGroups ? [file.keyGroups] : [])),
     }));
   }
 

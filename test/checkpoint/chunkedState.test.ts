@@ -55,7 +55,9 @@ describe.each(backends)('keyed state larger than one state file, on the %s backe
     const listed = metadata.operators.find((operator) => operator.uid === 'sum')!.files;
     expect(listed.map((entry) => entry.file).sort()).toEqual(files.sort());
     const ranges = listed.map((entry) => entry.keyGroups);
-    for (let i = 1; i < ranges.length; i++) expect(ranges[i]![0]).toBeGreaterThanOrEqual(ranges[i - 1]![1]);
+    // Chunks of key groups follow each other; the heap backend's unbucketed chunks each list the instance's range.
+    if (_name === 'heap') for (const range of ranges) expect(range).toEqual([0, 127]);
+    else for (let i = 1; i < ranges.length; i++) expect(ranges[i]![0]).toBeGreaterThanOrEqual(ranges[i - 1]![1]);
 
     // A restored job continues every key's sum from the checkpoint.
     const second = [...first, ...Array.from({ length: 50 }, (_, i) => ({ key: `k${i * 1999}`, n: 1 }))];

@@ -124,7 +124,8 @@ describe.each(backends)('incremental checkpoints on the %s backend', (_name, bac
     const keyedBytes = (stats: CheckpointStats) => stats.operators.find((operator) => operator.uid === 'totals')!.bytes;
     for (const delta of deltas) {
       // The operator's state file holds its few changed keys; metadata, offsets and sink state are the same size.
-      expect(keyedBytes(delta)).toBeLessThan(keyedBytes(full!) / 5);
+      // (A heap full snapshot is unbucketed, without per-key-group wrappers: smaller than a delta of the same keys.)
+      expect(keyedBytes(delta)).toBeLessThan(keyedBytes(full!) / 4);
       expect(delta.bytes).toBeLessThan(full!.bytes);
       expect(delta.fullSize).toBeGreaterThan(delta.bytes);
     }

@@ -1,6 +1,7 @@
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { payloadEntries } from '../support/payloadEntries';
 import { fromArray, keyGroupOf, keyGroupRangeFor, type KeyedStatePayload } from 'weir';
 import { fsCheckpointStorage } from 'weir/node';
 import { byKeyThenN, events, outputs, pausableSource, readWeirFile, rescaleJob, tempDir } from './fixtures';
@@ -18,8 +19,9 @@ async function stateFiles(path: string, uid: string) {
       const [, subtask, range] = file.split('.');
       const [start, end] = range!.slice('kg-'.length).split('-').map(Number);
       const payload = await readWeirFile<{ keyed: KeyedStatePayload }>(join(path, file));
-      const keys = new Set(payload.keyed.keyGroups.flatMap(([, entries]) => entries.map(([, key]) => key as string)));
-      return { subtask: Number(subtask), start: start!, end: end!, groups: payload.keyed.keyGroups.map(([group]) => group), keys };
+      const entries = payloadEntries(payload.keyed);
+      const keys = new Set(entries.map(({ entry: [, key] }) => key as string));
+      return { subtask: Number(subtask), start: start!, end: end!, groups: [...new Set(entries.map(({ keyGroup }) => keyGroup))].sort((a, b) => a - b), keys };
     }),
   );
 }

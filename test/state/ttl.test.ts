@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { allEntries } from '../support/payloadEntries';
 import {
   DEFAULT_MAX_PARALLELISM,
   StateDescriptorConflictError,
@@ -203,7 +204,7 @@ describe.each(backends)('state TTL on the %s backend', (_name, create) => {
     const snapshot = backend.snapshot();
     const payload = snapshot.materialize();
     snapshot.release();
-    const entries = payload.keyGroups.flatMap(([, e]) => e).map(([state, key]) => `${payload.states[state]!.name}:${String(key)}`);
+    const entries = allEntries(payload).map(([state, key]) => `${payload.states[state]!.name}:${String(key)}`);
     expect(entries.sort()).toEqual(['l:mixed', 'l:new', 'v:new']);
     const restored = open();
     restored.restore([throughJson(payload)]);
