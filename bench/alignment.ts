@@ -1,36 +1,10 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createJob, keyBy, reduce, sinkTo, union, type CheckpointStats, type Source } from 'weir';
+import { createJob, keyBy, reduce, sinkTo, union, type CheckpointStats } from 'weir';
 import { fsCheckpointStorage } from 'weir/node';
-import { makeEvents, noop, perSecond, sideBySide, type KeyedEvent } from './measure';
+import { addEvents, makeEvents, noop, perSecond, repeating, sideBySide, type KeyedEvent } from './measure';
 import type { Result } from './report';
-
-const add = (a: KeyedEvent, b: KeyedEvent): KeyedEvent => ({ key: a.key, n: a.n + b.n });
-
-/**
- * A replayable source reading `events` over and over, `total` records in all; `share` of each read's `max` (1 = full
- * chunks): an input that delivers less per chunk than the other is the skew alignment has to absorb.
- */
-function repeating(events: readonly KeyedEvent[], total: number, share = 1): Source<KeyedEvent> {
-  return {
-    name: `repeating(${events.length} records, ${total} in all)`,
-    replayable: true,
-    open({ restoredOffset }) {
-      let index = typeof restoredOffset === 'number' ? restoredOffset : 0;
-      return {
-        read(max) {
-          if (index >= total) return null;
-          const at = index % events.length;
-          const chunk = events.slice(at, Math.min(at + Math.max(1, Math.floor(max * share)), events.length, at + total - index));
-          index += chunk.length;
-          return chunk;
-        },
-        offset: () => index,
-      };
-    },
-  };
-}
 
 const countingSink = { name: 'count', open: () => ({ write: noop, finish: noop, abort: noop }) };
 
@@ -48,7 +22,7 @@ async function unionRun(events: readonly KeyedEvent[], perInput: number, interva
   });
   union(job.source(repeating(events, perInput), { uid: 'a' }), job.source(repeating(events, perInput, skew), { uid: 'b' })).pipe(
     keyBy((e: KeyedEvent) => e.key),
-    reduce(add, { uid: 'sum' }),
+    reduce(addEvents, { uid: 'sum' }),
     sinkTo(countingSink, { uid: 'out' }),
   );
   const start = performance.now();

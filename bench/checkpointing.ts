@@ -1,37 +1,11 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createJob, heapStateBackend, keyBy, reduce, sinkTo, valueState, type KeyedStateBackend, type Source } from 'weir';
+import { createJob, heapStateBackend, keyBy, reduce, sinkTo, valueState, type KeyedStateBackend } from 'weir';
 import { fsCheckpointStorage } from 'weir/node';
 import { encodeFile } from '../src/checkpoint/fileFormat';
-import { makeEvents, perSecond, settleHeap, sideBySide, type KeyedEvent } from './measure';
+import { addEvents, makeEvents, perSecond, repeating, settleHeap, sideBySide, type KeyedEvent } from './measure';
 import type { Result } from './report';
-
-const add = (a: KeyedEvent, b: KeyedEvent): KeyedEvent => ({ key: a.key, n: a.n + b.n });
-
-/**
- * A replayable source reading `events` over and over, `total` records in all: long runs (so that periodic
- * checkpoints happen) without holding tens of millions of records in memory. Reads cost what `fromArray`'s do.
- */
-function cycled(events: readonly KeyedEvent[], total: number): Source<KeyedEvent> {
-  return {
-    name: `cycled(${events.length} records, ${total} in all)`,
-    replayable: true,
-    open({ restoredOffset }) {
-      let index = typeof restoredOffset === 'number' ? restoredOffset : 0;
-      return {
-        read(max) {
-          if (index >= total) return null;
-          const at = index % events.length;
-          const chunk = events.slice(at, Math.min(at + max, events.length, at + total - index));
-          index += chunk.length;
-          return chunk;
-        },
-        offset: () => index,
-      };
-    },
-  };
-}
 
 interface RunFigures {
   eventsPerSecond: number;
@@ -65,7 +39,7 @@ async function keyedRun(events: readonly KeyedEvent[], total: number, interval: 
     stateBackend: heapStateBackend(),
     checkpoints: dir === undefined ? undefined : { storage: fsCheckpointStorage(dir), interval },
   });
-  job.source(cycled(events, total), { uid: 'events' }).pipe(keyBy((e) => e.key), reduce(add, { uid: 'sum' }), sinkTo(sink, { uid: 'out' }));
+  job.source(repeating(events, total), { uid: 'events' }).pipe(keyBy((e) => e.key), reduce(addEvents, { uid: 'sum' }), sinkTo(sink, { uid: 'out' }));
   const result = await job.start().done;
   const ms = performance.now() - start;
   if (dir !== undefined) await rm(dir, { recursive: true, force: true });

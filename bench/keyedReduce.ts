@@ -1,39 +1,10 @@
-import { defer, from, groupBy, mergeMap, scan } from 'rxjs';
-import { createJob, forEach, fromArray, heapStateBackend, keyBy, reduce } from 'weir';
-import { makeEvents, noop, perSecond, sideBySide, type KeyedEvent } from './measure';
+import { from, groupBy, mergeMap, scan } from 'rxjs';
+import { rxScan, weirReduce } from './keyedReduceSides';
+import { addEvents, makeEvents, noop, perSecond, sideBySide, type KeyedEvent } from './measure';
 import type { Result } from './report';
 
 const EVENTS = 5_000_000;
 const KEYS = 10_000;
-
-const add = (a: KeyedEvent, b: KeyedEvent): KeyedEvent => ({ key: a.key, n: a.n + b.n });
-
-/** weir: keyBy + reduce on the heap backend, checkpoints off, a no-op sink. */
-async function weirReduce(events: KeyedEvent[]): Promise<number> {
-  const start = performance.now();
-  const job = createJob({ name: 'bench-keyed-reduce', stateBackend: heapStateBackend() });
-  job.source(fromArray(events), { uid: 'events' }).pipe(keyBy((e) => e.key), reduce(add, { uid: 'sum' }), forEach(noop));
-  await job.start().done;
-  return perSecond(events.length, performance.now() - start);
-}
-
-/** Plain RxJS: one scan over a Map of per-key sums, emitting the key's new sum for every event. */
-function rxScan(events: KeyedEvent[]): Promise<number> {
-  const start = performance.now();
-  return new Promise((resolve, reject) => {
-    defer(() => {
-      const sums = new Map<string, KeyedEvent>();
-      return from(events).pipe(
-        scan((_: KeyedEvent | undefined, event: KeyedEvent) => {
-          const current = sums.get(event.key);
-          const next = current === undefined ? event : add(current, event);
-          sums.set(event.key, next);
-          return next;
-        }, undefined),
-      );
-    }).subscribe({ next: noop, error: reject, complete: () => resolve(perSecond(events.length, performance.now() - start)) });
-  });
-}
 
 /** Plain RxJS: groupBy key, a scan per group. */
 function rxGroupBy(events: KeyedEvent[]): Promise<number> {
@@ -42,7 +13,7 @@ function rxGroupBy(events: KeyedEvent[]): Promise<number> {
     from(events)
       .pipe(
         groupBy((e) => e.key),
-        mergeMap((group) => group.pipe(scan(add))),
+        mergeMap((group) => group.pipe(scan(addEvents))),
       )
       .subscribe({ next: noop, error: reject, complete: () => resolve(perSecond(events.length, performance.now() - start)) });
   });

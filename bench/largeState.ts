@@ -5,20 +5,19 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createJob, forEach, fromArray, heapStateBackend, keyBy, reduce, type StateBackend } from 'weir';
 import { lmdbStateBackend } from 'weir/node';
-import { makeEvents, noop, perSecond, sideBySide, type KeyedEvent } from './measure';
+import { addEvents, makeEvents, noop, perSecond, sideBySide, type KeyedEvent } from './measure';
 import type { Result } from './report';
 
 const KEYS = 1_000_000;
 const EVENTS = 2_000_000;
 const HEAP_LIMIT_KEYS = 5_000_000;
 
-const add = (a: KeyedEvent, b: KeyedEvent): KeyedEvent => ({ key: a.key, n: a.n + b.n });
 
 /** Keyed reduce over `events` on `stateBackend`, checkpoints off, a no-op sink: events per second. */
 async function keyedReduce(events: KeyedEvent[], stateBackend: StateBackend): Promise<number> {
   const start = performance.now();
   const job = createJob({ name: 'bench-large-state', stateBackend });
-  job.source(fromArray(events), { uid: 'events' }).pipe(keyBy((e) => e.key), reduce(add, { uid: 'sum' }), forEach(noop));
+  job.source(fromArray(events), { uid: 'events' }).pipe(keyBy((e) => e.key), reduce(addEvents, { uid: 'sum' }), forEach(noop));
   await job.start().done;
   return perSecond(events.length, performance.now() - start);
 }

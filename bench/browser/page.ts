@@ -1,29 +1,11 @@
 // The browser side of the `browser` bench group (bench/browser.ts serves this page with vite and drives it in
 // Chromium): each function runs one side-by-side measurement in the page and returns plain numbers.
 import { createStore, del, set } from 'idb-keyval';
-import { defer, from, scan } from 'rxjs';
-import { createJob, forEach, fromArray, heapStateBackend, keyBy, reduce, type CheckpointStats, type Source } from 'weir';
+import { createJob, forEach, heapStateBackend, keyBy, reduce, type CheckpointStats, type Source } from 'weir';
 import { indexedDbCheckpointStorage } from 'weir/browser';
-
-interface KeyedEvent {
-  readonly key: string;
-  readonly n: number;
-}
-
-/** bench/measure.ts's makeEvents (which imports node: modules): the same events, the same order. */
-function makeEvents(count: number, keyCount: number): KeyedEvent[] {
-  const keys = Array.from({ length: keyCount }, (_, i) => `k${i}`);
-  const events: KeyedEvent[] = new Array(count);
-  let seed = 0x9e3779b9;
-  for (let i = 0; i < count; i++) {
-    seed ^= seed << 13;
-    seed ^= seed >>> 17;
-    seed ^= seed << 5;
-    events[i] = { key: keys[(seed >>> 0) % keyCount]!, n: i & 15 };
-  }
-  for (let i = 0; i < Math.min(keyCount, count); i++) events[i] = { key: keys[i]!, n: 1 };
-  return events;
-}
+import { addEvents, makeEvents } from '../events';
+import { rxScan, weirReduce } from '../keyedReduceSides';
+import { sideBySide } from '../sideBySide';
 
 /** A full GC where Chromium runs with --js-flags=--expose-gc (bench/browser.ts passes it), else nothing. */
 const gc = (globalThis as { gc?: () => void }).gc;
@@ -31,56 +13,11 @@ const settleHeap = () => {
   gc?.();
   gc?.();
 };
-const noop = (): void => undefined;
-const add = (a: KeyedEvent, b: KeyedEvent): KeyedEvent => ({ key: a.key, n: a.n + b.n });
-
-/** bench/measure.ts's sideBySide: a warm-up round, then `rounds` alternating rounds; each side's best. */
-async function sideBySide<K extends string>(sides: Record<K, () => Promise<number>>, rounds: number, best: 'max' | 'min'): Promise<Record<K, number>> {
-  const names = Object.keys(sides) as K[];
-  const out = {} as Record<K, number>;
-  for (const name of names) {
-    settleHeap();
-    await sides[name]();
-  }
-  for (let round = 0; round < rounds; round++) {
-    for (const name of round % 2 === 0 ? names : [...names].reverse()) {
-      settleHeap();
-      const figure = await sides[name]();
-      if (out[name] === undefined || (best === 'max' ? figure > out[name] : figure < out[name])) out[name] = figure;
-    }
-  }
-  return out;
-}
-
-async function weirReduce(events: KeyedEvent[]): Promise<number> {
-  const start = performance.now();
-  const job = createJob({ name: 'bench-keyed-reduce', stateBackend: heapStateBackend() });
-  job.source(fromArray(events), { uid: 'events' }).pipe(keyBy((e) => e.key), reduce(add, { uid: 'sum' }), forEach(noop));
-  await job.start().done;
-  return events.length / ((performance.now() - start) / 1000);
-}
-
-function rxScan(events: KeyedEvent[]): Promise<number> {
-  const start = performance.now();
-  return new Promise((resolve, reject) => {
-    defer(() => {
-      const sums = new Map<string, KeyedEvent>();
-      return from(events).pipe(
-        scan((_: KeyedEvent | undefined, event: KeyedEvent) => {
-          const current = sums.get(event.key);
-          const next = current === undefined ? event : add(current, event);
-          sums.set(event.key, next);
-          return next;
-        }, undefined),
-      );
-    }).subscribe({ next: noop, error: reject, complete: () => resolve(events.length / ((performance.now() - start) / 1000)) });
-  });
-}
 
 /** Keyed reduce in the page: weir keyBy + reduce against an RxJS scan over a Map, events per second. */
 async function keyedReduce(count: number, keys: number, rounds: number): Promise<{ weir: number; scan: number }> {
   const events = makeEvents(count, keys);
-  return sideBySide({ weir: () => weirReduce(events), scan: () => rxScan(events) }, rounds, 'max');
+  return sideBySide({ weir: () => weirReduce(events), scan: () => rxScan(events) }, { rounds, best: 'max', settle: settleHeap });
 }
 
 /** A source of `records` that, once they are all read, stays open (so the job can checkpoint) until `end()`. */
@@ -123,7 +60,7 @@ async function idbCheckpoint(keys: number, rounds: number): Promise<{ checkpoint
   const job = createJob({ name: 'bench-idb', stateBackend: heapStateBackend(), checkpoints: { storage, retain: 1 } });
   job.source(source, { uid: 'events' }).pipe(
     keyBy((e) => e.key),
-    reduce(add, { uid: 'sum' }),
+    reduce(addEvents, { uid: 'sum' }),
     forEach(() => {
       if (++seen === events.length) allSeen();
     }),
@@ -160,7 +97,7 @@ async function idbCheckpoint(keys: number, rounds: number): Promise<{ checkpoint
     await del(`checkpoint-${blobRound - 1}`, blobs);
     return ms;
   };
-  const best = await sideBySide({ checkpoint, blob }, rounds, 'min');
+  const best = await sideBySide({ checkpoint, blob }, { rounds, best: 'min', settle: settleHeap });
   end();
   await running.done;
   for (const name of [`weir-bench-chk-${stamp}`, `weir-bench-blob-${stamp}`]) indexedDB.deleteDatabase(name);

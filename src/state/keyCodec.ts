@@ -9,7 +9,12 @@ export function encodeKey(key: Key): unknown {
 export function decodeKey(encoded: unknown): Key {
   if (typeof encoded === 'string' || typeof encoded === 'number' || typeof encoded === 'boolean') return encoded;
   if (encoded !== null && typeof encoded === 'object' && typeof (encoded as { $bigint?: unknown }).$bigint === 'string') {
-    return BigInt((encoded as { $bigint: string }).$bigint);
+    const text = (encoded as { $bigint: string }).$bigint;
+    try {
+      return BigInt(text);
+    } catch {
+      throw new InvalidKeyError(`a snapshot holds a bigint key that is not an integer: ${JSON.stringify(text).slice(0, 200)}`);
+    }
   }
   throw new InvalidKeyError(`a snapshot holds a key that is not a string, number, boolean or bigint: ${JSON.stringify(encoded)}`);
 }

@@ -9,10 +9,16 @@ import { metaOf } from '../state/stateChecks';
 import { valueDecoder, type SavepointReader } from './readSavepoint';
 import { serializerById } from './serializerById';
 
-/** One keyed state being written: its meta and its encoded entries `[keyGroup, key, value, namespace?]`. */
+/**
+ * One keyed state being written: its meta and its encoded payload entries `[state, key, value, namespace?]`, already
+ * split by the instance (subtask) of its operator that owns their key group, so that writing only concatenates.
+ */
 interface StateDraft {
   meta: StateMeta;
-  entries: [number, unknown, unknown, string?][];
+  /** Its position among the operator's states (the `state` of its entries); states are replaced in place, never removed. */
+  index: number;
+  /** Entries by subtask, each in the order they were added. */
+  bySubtask: SnapshotEntry[][];
 }
 
 interface OperatorDraft {
@@ -78,11 +84,16 @@ export class SavepointWriter {
   ): this {
     const operator = this.operator(uid, options.parallelism);
     const meta = metaOf(descriptor as StateDescriptor<unknown>);
-    const draft: StateDraft = { meta, entries: [] };
+    const draft = newState(operator, meta);
+    const { bySubtask, index } = draft;
+    const subtaskOf = subtasksByKeyGroup(operator.parallelism, this.maxParallelism);
+    const { maxParallelism } = this;
+    const { serializer } = descriptor;
+    const namespace = options.namespace;
     for (const [key, value] of entries) {
       checkKey(key, uid);
-      const encoded = descriptor.serializer.encode(value);
-      draft.entries.push(options.namespace ? [keyGroupOf(key, this.maxParallelism), encodeKey(key), encoded, options.namespace] : [keyGroupOf(key, this.maxParallelism), encodeKey(key), encoded]);
+      const encoded = serializer.encode(value);
+      bySubtask[subtaskOf[keyGroupOf(key, maxParallelism)]!]!.push(namespace ? [index, encodeKey(key), encoded, namespace] : [index, encodeKey(key), encoded]);
     }
     operator.states.set(meta.name, draft);
     return this;
@@ -121,10 +132,13 @@ export class SavepointWriter {
     const serializer = descriptor?.serializer ?? serializerById(state.meta.serializer);
     const encode = serializer ? (value: unknown) => serializer.encode(value) : (value: unknown) => value;
     if (descriptor) state.meta = metaOf(descriptor);
-    state.entries = state.entries.flatMap(([group, key, value, namespace]) => {
-      const next = fn(decode(value), decodeKey(key));
-      if (next === undefined) return [];
-      return [namespace === undefined ? [group, key, encode(next)] : [group, key, encode(next), namespace]];
+    state.bySubtask = state.bySubtask.map((entries) => {
+      const kept: SnapshotEntry[] = [];
+      for (const [index, key, value, namespace] of entries) {
+        const next = fn(decode(value), decodeKey(key));
+        if (next !== undefined) kept.push(namespace === undefined ? [index, key, encode(next)] : [index, key, encode(next), namespace]);
+      }
+      return kept;
     });
     return this;
   }
@@ -134,21 +148,30 @@ export class SavepointWriter {
     const dir = path.replace(/\/+$/, '');
     const operators: CheckpointMetadata['operators'] = [];
     let bytes = 0;
-    for (const [uid, operator] of this.operators) {
-      const keyed = operator.states.size > 0;
-      const count = keyed ? operator.parallelism : Math.max(1, operator.operatorStates.length);
-      const files: StateFileEntry[] = [];
-      for (let subtask = 0; subtask < count; subtask++) {
-        const range = keyed ? keyGroupRangeFor(subtask, count, this.maxParallelism) : undefined;
-        const payload = { uid, keyed: range ? this.keyedPayload(operator, range) : undefined, operator: operator.operatorStates[subtask] };
-        const file = stateFileName(uid, subtask, range);
-        const data = encodeFile('state', payload);
-        await storage.write(`${dir}/${file}`, data);
-        bytes += data.length;
-        files.push({ file, subtask, keyGroups: range ? [range.start, range.end] : null, bytes: data.length });
+    // One file is written (and synced) while the next is encoded; each write is awaited before the next starts.
+    let writing: Promise<void> | undefined;
+    try {
+      for (const [uid, operator] of this.operators) {
+        const keyed = operator.states.size > 0;
+        const count = keyed ? operator.parallelism : Math.max(1, operator.operatorStates.length);
+        const files: StateFileEntry[] = [];
+        for (let subtask = 0; subtask < count; subtask++) {
+          const range = keyed ? keyGroupRangeFor(subtask, count, this.maxParallelism) : undefined;
+          const payload = { uid, keyed: range ? keyedPayload(operator, subtask, range) : undefined, operator: operator.operatorStates[subtask] };
+          const file = stateFileName(uid, subtask, range);
+          const data = encodeFile('state', payload);
+          await writing;
+          writing = storage.write(`${dir}/${file}`, data);
+          bytes += data.length;
+          files.push({ file, subtask, keyGroups: range ? [range.start, range.end] : null, bytes: data.length });
+        }
+        operators.push({ uid, role: operator.role, files });
       }
-      operators.push({ uid, role: operator.role, files });
+    } catch (error) {
+      await writing?.catch(() => undefined);
+      throw error;
     }
+    await writing;
     const metadata: CheckpointMetadata = {
       job: this.job,
       id: this.id,
@@ -160,21 +183,6 @@ export class SavepointWriter {
     };
     await storage.write(`${dir}/${METADATA_FILE}`, encodeFile('metadata', metadata));
     return storage.describe ? storage.describe(dir) : dir;
-  }
-
-  /** One instance's keyed payload: its entries unbucketed (format version 2), in the order they were added. */
-  private keyedPayload(operator: OperatorDraft, range: { start: number; end: number }): KeyedStatePayload {
-    const states = Array.from(operator.states.values());
-    const entries: SnapshotEntry[] = [];
-    states.forEach((state, index) => {
-      const drafts = state.entries;
-      for (let i = 0; i < drafts.length; i++) {
-        const [group, key, value, namespace] = drafts[i]!;
-        if (group < range.start || group > range.end) continue;
-        entries.push(namespace === undefined ? [index, key, value] : [index, key, value, namespace]);
-      }
-    });
-    return { states: states.map((state) => state.meta), keyGroups: [], entries, range: [range.start, range.end] };
   }
 
   private operator(uid: string, parallelism = 1): OperatorDraft {
@@ -190,15 +198,45 @@ export class SavepointWriter {
   }
 }
 
-/** Adds a saved keyed payload's entries to an operator draft, re-bucketed by state. */
+/** A new draft of state `meta` in `operator`, at the position of the state of that name it replaces, if any. */
+function newState(operator: OperatorDraft, meta: StateMeta): StateDraft {
+  const index = operator.states.get(meta.name)?.index ?? operator.states.size;
+  return { meta, index, bySubtask: Array.from({ length: operator.parallelism }, () => []) };
+}
+
+/** The subtask of `parallelism` owning each key group (the inverse of `keyGroupRangeFor`). */
+function subtasksByKeyGroup(parallelism: number, maxParallelism: number): Uint32Array {
+  const subtaskOf = new Uint32Array(maxParallelism);
+  for (let subtask = 0; subtask < parallelism; subtask++) {
+    const { start, end } = keyGroupRangeFor(subtask, parallelism, maxParallelism);
+    subtaskOf.fill(subtask, start, end + 1);
+  }
+  return subtaskOf;
+}
+
+/** One instance's keyed payload: its entries unbucketed (format version 2), state by state, in the order they were added. */
+function keyedPayload(operator: OperatorDraft, subtask: number, range: { start: number; end: number }): KeyedStatePayload {
+  const states = Array.from(operator.states.values());
+  const parts = states.map((state, position) => {
+    const entries = state.bySubtask[subtask] ?? [];
+    // Entries carry the state's index; should a position ever differ from it, they are renumbered.
+    return state.index === position ? entries : entries.map(([, key, value, namespace]): SnapshotEntry => (namespace === undefined ? [position, key, value] : [position, key, value, namespace]));
+  });
+  const entries = parts.length === 1 ? parts[0]! : parts.flat(1);
+  return { states: states.map((state) => state.meta), keyGroups: [], entries, range: [range.start, range.end] };
+}
+
+/** Adds a saved keyed payload's entries to an operator draft, by state, split by the subtask owning their key group. */
 function addPayload(draft: OperatorDraft, payload: KeyedStatePayload, maxParallelism: number): void {
+  const subtaskOf = subtasksByKeyGroup(draft.parallelism, maxParallelism);
   const states = payload.states.map((meta) => {
     let state = draft.states.get(meta.name);
-    if (!state) draft.states.set(meta.name, (state = { meta, entries: [] }));
+    if (!state) draft.states.set(meta.name, (state = newState(draft, meta)));
     return state;
   });
   forEachPayloadEntry(payload, { maxParallelism, keyGroups: true }, ([index, key, value, namespace], group) => {
-    states[index]!.entries.push(namespace === undefined ? [group, key, value] : [group, key, value, namespace]);
+    const state = states[index]!;
+    state.bySubtask[subtaskOf[group]!]!.push(namespace === undefined ? [state.index, key, value] : [state.index, key, value, namespace]);
   });
 }
 

@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { StorageQuotaExceededError, collect, createJob, fromArray, keyBy, reduce, type Source } from 'weir';
 import { indexedDbCheckpointStorage } from 'weir/browser';
-import { expectedSums, failingAt, pausableSource, readings, skippingScheduler, sumsJob, type Reading } from '../checkpoint/jobFixtures';
+import { expectedSums, pausableSource, readings, restartFromLatestCheckpoint, sumsJob, type Reading } from '../checkpoint/jobFixtures';
 import { freshDbName, storageWithQuota } from './idbFixtures';
 
 const storageOf = (dbName = freshDbName()) => indexedDbCheckpointStorage({ dbName });
@@ -42,25 +42,7 @@ describe('a keyed job with IndexedDB checkpoints', () => {
   });
 
   it('restarts after a failure from the latest checkpoint and collects every output exactly once', async () => {
-    let failures = 0;
-    const failing = failingAt(70, () => failures++ === 0, new Error('flaky'));
-    const paused = pausableSource(readings, [50]);
-    const { job, out } = sumsJob(
-      { scheduler: skippingScheduler(), checkpoints: { storage: storageOf() }, restart: { strategy: 'fixed-delay', attempts: 3, delay: 1_000 } },
-      paused.source,
-      undefined,
-      failing.between,
-    );
-    const running = job.start();
-    await paused.reached(50);
-    await running.checkpoint();
-    paused.release(50);
-
-    const result = await running.done;
-    expect(result.restarts).toBe(1);
-    expect(out.values).toEqual(expectedSums);
-    expect(failing.seen.get(10)).toBe(1);
-    expect(failing.seen.get(60)).toBe(2);
+    await restartFromLatestCheckpoint(storageOf(), 1_000);
   });
 
   it('keeps the newest `retain` checkpoints and deletes the older ones', async () => {

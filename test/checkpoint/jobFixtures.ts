@@ -1,6 +1,8 @@
 // Job fixtures that run in Node and in the browser alike: no node: imports here (those go in fixtures.ts).
 import { asyncScheduler, type SchedulerAction, type SchedulerLike } from 'rxjs';
-import { collect, createJob, fromAsyncIterable, keyBy, map, reduce, type Collector, type Flow, type JobOptions, type Source } from 'weir';
+import { expect } from 'vitest';
+import { collect, createJob, fromAsyncIterable, keyBy, map, reduce, type CheckpointStorage, type Collector, type Flow, type JobOptions, type Source } from 'weir';
+import { deferred } from '../support/deferred';
 
 export interface Reading {
   key: string;
@@ -22,12 +24,6 @@ export const expectedSums: Reading[] = (() => {
 
 /** Records are read in chunks of this size; pause points are multiples of it, so no record waits in a chunk. */
 export const CHUNK = 10;
-
-function deferred(): { promise: Promise<void>; resolve: () => void } {
-  let resolve!: () => void;
-  const promise = new Promise<void>((r) => (resolve = r));
-  return { promise, resolve };
-}
 
 /**
  * A replayable source over `records` that stops before each index of `pauseAt` until released: `reached(i)` resolves
@@ -112,4 +108,34 @@ export function failingAt(at: number, shouldThrow: () => boolean, error: Error) 
       }),
     );
   return { between, seen, throws: () => throws };
+}
+
+/**
+ * The restart scenario both projects run against their storages: `sumsJob` checkpointed after reading 50, failing
+ * once at reading 70 and restarted by a fixed-delay strategy, collects every output exactly once: readings before the
+ * checkpoint are not read again, those after it are replayed once. Returns the scheduler, whose delays tell which
+ * restart delay was asked for.
+ */
+export async function restartFromLatestCheckpoint(storage: CheckpointStorage, delay: number) {
+  const scheduler = skippingScheduler();
+  let failures = 0;
+  const failing = failingAt(70, () => failures++ === 0, new Error('flaky'));
+  const paused = pausableSource(readings, [50]);
+  const { job, out } = sumsJob(
+    { scheduler, checkpoints: { storage }, restart: { strategy: 'fixed-delay', attempts: 3, delay } },
+    paused.source,
+    undefined,
+    failing.between,
+  );
+  const running = job.start();
+  await paused.reached(50);
+  await running.checkpoint();
+  paused.release(50);
+
+  const result = await running.done;
+  expect(result.restarts).toBe(1);
+  expect(out.values).toEqual(expectedSums);
+  expect(failing.seen.get(10)).toBe(1);
+  expect(failing.seen.get(60)).toBe(2);
+  return { scheduler };
 }

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { JobDefinitionError, collect, createJob, forEach, fromArray, map, memoryCheckpointStorage, type CheckpointStorage, type Flow } from 'weir';
 import { fsCheckpointStorage } from 'weir/node';
-import { expectedSums, failingAt, list, pausableSource, readings, skippingScheduler, sumsJob, type Reading } from './fixtures';
+import { expectedSums, failingAt, list, pausableSource, readings, restartFromLatestCheckpoint, skippingScheduler, sumsJob, type Reading } from './fixtures';
 
 describe('restart strategies', () => {
   let dir: string;
@@ -16,27 +16,7 @@ describe('restart strategies', () => {
   });
 
   it('fixed-delay: restores from the latest checkpoint after a failure and collects every output exactly once', async () => {
-    const scheduler = skippingScheduler();
-    let failures = 0;
-    const failing = failingAt(70, () => failures++ === 0, new Error('flaky'));
-    const paused = pausableSource(readings, [50]);
-    const { job, out } = sumsJob(
-      { scheduler, checkpoints: { storage: memoryCheckpointStorage() }, restart: { strategy: 'fixed-delay', attempts: 3, delay: 60_000 } },
-      paused.source,
-      undefined,
-      failing.between,
-    );
-    const running = job.start();
-    await paused.reached(50);
-    await running.checkpoint();
-    paused.release(50);
-
-    const result = await running.done;
-    expect(result.restarts).toBe(1);
-    expect(out.values).toEqual(expectedSums);
-    // Readings before the checkpoint were not read again; those after it were replayed once.
-    expect(failing.seen.get(10)).toBe(1);
-    expect(failing.seen.get(60)).toBe(2);
+    const { scheduler } = await restartFromLatestCheckpoint(memoryCheckpointStorage(), 60_000);
     expect(scheduler.delays).toEqual([60_000]);
   });
 

@@ -6,8 +6,7 @@ import { fileURLToPath } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fsCheckpointStorage } from 'weir/node';
-import { pausableSource } from '../checkpoint/fixtures';
-import { visits, visitsJob } from '../query/fixtures';
+import { checkpointVisits } from '../query/fixtures';
 import { artifactPath, buildPlayground, chromiumPath, launchChromium } from './e2eSupport';
 
 const bin = fileURLToPath(new URL('../../bin/weir.js', import.meta.url));
@@ -25,16 +24,7 @@ describe.skipIf(!chromiumPath)('visual inspector (Chromium, weir inspect --serve
 
   beforeAll(async () => {
     root = await mkdtemp(join(tmpdir(), 'weir-inspector-e2e-'));
-    // Checkpoints 1 (after 20 visits), 2 (after 40) and 3 (the final one, after 60).
-    const paused = pausableSource(visits, [20, 40]);
-    const { job } = visitsJob(paused.source, { storage: fsCheckpointStorage(root), chunkSize: 10 });
-    const running = job.start();
-    for (const at of [20, 40]) {
-      await paused.reached(at);
-      await running.checkpoint();
-      paused.release(at);
-    }
-    await running.done;
+    await checkpointVisits(fsCheckpointStorage(root));
     // Damage checkpoint 2: flip a byte in its keyed state file.
     const dir = join(root, 'visits', 'chk-2');
     const file = (await readdir(dir)).find((name) => name.startsWith('per-user.'))!;

@@ -26,8 +26,8 @@ import { fileSink, fromFile, serveQueryableState, type QueryableStateServer } fr
 import { encodeFile } from '../../src/checkpoint/fileFormat';
 import { loadCheckpoint } from '../../src/checkpoint/loadCheckpoint';
 import { readings, type Reading } from '../checkpoint/jobFixtures';
-import { random } from '../support/childJob';
-import { deepJson, hostileValue, int, mutateBytes, mutateJson, pick, pollution, type Random } from '../support/mutate';
+import { deepJson, hostileValue, int, mutateBytes, mutateJson, pick, pollution } from '../support/mutate';
+import { random, type Random } from '../support/random';
 
 // Fuzzing every reader of persisted or received bytes: `_metadata` and state files (decoded, loaded and restored
 // into a running job), savepoints through the State Processor API, the file sink's restored transactions, source

@@ -5,7 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readSavepoint } from 'weir';
 import { fsCheckpointStorage } from 'weir/node';
 import { loadLatestCheckpoint } from '../../src/checkpoint/loadCheckpoint';
-import { ROOT, bundleFixture, describeMismatch, random, runChild, type BundledFixture, type ChildRun } from '../support/childJob';
+import { ROOT, bundleFixture, describeMismatch, runChild, type BundledFixture, type ChildRun } from '../support/childJob';
+import { random } from '../support/random';
 import type { FaultJobConfig } from './fixtures/faultJob';
 
 // The kill campaign: jobs of several shapes (keyed state, event-time windows with timers, two sources unioned into

@@ -17,7 +17,9 @@ import {
 } from 'weir';
 // Internal, to read the `_metadata` file the way the inspector does: the file format is what is checked here.
 import { decodeFile } from '../../src/checkpoint/fileFormat';
-import { advanceTo, deferred, records, scripted, settle, unionSumJob, until, type Rec } from './fixtures';
+import { deferred } from '../support/deferred';
+import { advanceTo } from '../support/virtualTime';
+import { records, scripted, settle, unionSumJob, until, type Rec } from './fixtures';
 
 const never = () => new Promise<void>(() => undefined);
 const INPUT = records(20, 4);

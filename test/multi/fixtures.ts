@@ -1,6 +1,5 @@
 // Fixtures of the multi-input tests: sources whose reads are scripted, so that the interleaving of the inputs and
 // the place of each barrier are exact, and the two-input union job most tests run.
-import { VirtualTimeScheduler } from 'rxjs';
 import { collect, createJob, keyBy, reduce, unionWith, type Collector, type JobOptions, type Source } from 'weir';
 
 export interface Rec {
@@ -80,31 +79,4 @@ export async function until(condition: () => boolean, rounds = 10_000): Promise<
     if (i === rounds) throw new Error('condition not reached');
     await new Promise((resolve) => setImmediate(resolve));
   }
-}
-
-/** Moves a virtual clock to `time`, running every action due by then in time order. */
-export function advanceTo(scheduler: VirtualTimeScheduler, time: number): void {
-  const to = Math.max(time, scheduler.frame);
-  scheduler.maxFrames = to;
-  scheduler.flush();
-  scheduler.frame = to;
-  scheduler.maxFrames = Infinity;
-}
-
-export function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => void } {
-  let resolve!: (value: T) => void;
-  const promise = new Promise<T>((r) => (resolve = r));
-  return { promise, resolve };
-}
-
-/** A small seeded PRNG (mulberry32), for failure points that are random but the same on every run. */
-export function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }

@@ -20,15 +20,15 @@ import {
   type Flow,
 } from 'weir';
 import { ev, runOut, runThreeWays, type Ev } from '../windows/fixtures';
-import { seeded } from './fixtures';
+import { random } from '../support/random';
 
 const stampedEv = (flow: Flow<Ev>) => flow.pipe(assignTimestamps((e: Ev) => e.t, { outOfOrderness: 2, interval: 0 }));
 const sortJson = (values: readonly unknown[]) => values.map((v) => JSON.stringify(v)).sort();
 
 /** `count` events over 3 keys with slightly disordered timestamps; `v` is the index, so results tell records apart. */
 function events(count: number, seed: number): Ev[] {
-  const random = seeded(seed);
-  return Array.from({ length: count }, (_, i) => ev(`k${Math.floor(random() * 3)}`, i * 2 + Math.floor(random() * 3), i));
+  const next = random(seed);
+  return Array.from({ length: count }, (_, i) => ev(`k${Math.floor(next() * 3)}`, i * 2 + Math.floor(next() * 3), i));
 }
 
 // Each pipeline splits one source into two flows (fan-out) and meets them again in a multi-input operator.
@@ -141,9 +141,9 @@ describe('restore correctness after failures at seeded random points', () => {
     it(`${name}: cancel + restore 'latest' and a restart after a failure both equal a failure-free run`, async () => {
       for (const seed of [1, 2, 3]) {
         const input = events(40, seed);
-        const random = seeded(seed * 97);
-        const at = 1 + Math.floor(random() * (input.length - 2));
-        const failAt = at + Math.floor(random() * (input.length - at));
+        const next = random(seed * 97);
+        const at = 1 + Math.floor(next() * (input.length - 2));
+        const failAt = at + Math.floor(next() * (input.length - at));
         const { uninterrupted, restored, restarted } = await runThreeWays(input, pipeline as (flow: Flow<Ev>) => Flow<unknown>, { at, failAt });
         expect(uninterrupted.out!.length, `seed ${seed}`).toBeGreaterThan(0);
         expect(sortJson(restored.out!), `seed ${seed}: restored from before ${at}`).toEqual(sortJson(uninterrupted.out!));

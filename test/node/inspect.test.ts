@@ -7,7 +7,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fsCheckpointStorage } from 'weir/node';
 import { pausableSource } from '../checkpoint/fixtures';
-import { visits, visitsJob } from '../query/fixtures';
+import { checkpointVisits, visits, visitsJob } from '../query/fixtures';
 
 const bin = fileURLToPath(new URL('../../bin/weir.js', import.meta.url));
 
@@ -25,16 +25,7 @@ async function weir(...args: string[]): Promise<{ code: number; stdout: string; 
 let root: string;
 beforeAll(async () => {
   root = await mkdtemp(join(tmpdir(), 'weir-inspect-'));
-  // Checkpoints 1 (after 20 visits), 2 (after 40) and 3 (the final one, after 60).
-  const paused = pausableSource(visits, [20, 40]);
-  const { job } = visitsJob(paused.source, { storage: fsCheckpointStorage(root), chunkSize: 10 });
-  const running = job.start();
-  for (const at of [20, 40]) {
-    await paused.reached(at);
-    await running.checkpoint();
-    paused.release(at);
-  }
-  await running.done;
+  await checkpointVisits(fsCheckpointStorage(root));
 });
 afterAll(async () => {
   await rm(root, { recursive: true, force: true });

@@ -10,6 +10,7 @@ import {
   type JobOptions,
   type Source,
 } from 'weir';
+import { pausableSource } from '../checkpoint/jobFixtures';
 
 export interface Visit {
   user: string;
@@ -71,4 +72,17 @@ export function visitsJob(source: Source<Visit>, options: Partial<JobOptions> & 
     out.sink(),
   );
   return { job, out };
+}
+
+/** Runs `visitsJob` to the end into `storage`: checkpoints 1 (after 20 visits), 2 (after 40) and 3 (the final one, after 60). */
+export async function checkpointVisits(storage: CheckpointStorage): Promise<void> {
+  const paused = pausableSource(visits, [20, 40]);
+  const { job } = visitsJob(paused.source, { storage, chunkSize: 10 });
+  const running = job.start();
+  for (const at of [20, 40]) {
+    await paused.reached(at);
+    await running.checkpoint();
+    paused.release(at);
+  }
+  await running.done;
 }

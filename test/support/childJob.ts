@@ -1,25 +1,14 @@
 // Machinery shared by the tests that run a job in a child process and kill it with SIGKILL (test/node/crash.test.ts,
-// test/faults/killCampaign.test.ts): bundling the child, running it with a kill schedule, a seeded PRNG, and a
-// readable description of an output mismatch.
+// test/faults/killCampaign.test.ts): bundling the child, running it with a kill schedule, the kill-and-restart cycles,
+// and a readable description of an output mismatch.
 import { spawn } from 'node:child_process';
-import { rm } from 'node:fs/promises';
+import { mkdir, readFile, rm } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { expect } from 'vitest';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-
-/** mulberry32: a tiny seeded PRNG, so that a failing kill schedule or fuzz case can be replayed. */
-export function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** A job fixture bundled into one JavaScript file; `remove` deletes it. */
 export interface BundledFixture {
@@ -114,6 +103,51 @@ export function runChild(bundle: BundledFixture, args: string[], plan: KillPlan 
       resolve({ code, killed: killed && signal === 'SIGKILL', ranMs, hooks, stdout, stderr });
     });
   });
+}
+
+/** What `killCycles` saw: the kills that landed, the runs that finished, and how each finished run's output differed. */
+export interface KillCycles {
+  kills: number;
+  completed: number;
+  mismatches: string[];
+}
+
+/**
+ * Kills a job over and over until `minKills` kills landed. A cycle starts from an empty directory `<base>/cycle-<n>`
+ * (output in `out/out.jsonl`) and restarts the job after every kill until a run finishes, whose output must be
+ * `expected`; cycles repeat until enough kills landed (a run that ends before its kill is simply a finished cycle).
+ * `run` runs the job once in a cycle's directory (it decides when to kill it); `afterRun` looks at what a run, killed
+ * or not, left behind.
+ */
+export async function killCycles(options: {
+  base: string;
+  minKills: number;
+  expected: string;
+  run: (dir: string) => Promise<ChildRun>;
+  afterRun?: (dir: string, run: ChildRun, where: string) => Promise<void>;
+}): Promise<KillCycles> {
+  const { base, minKills, expected, run, afterRun } = options;
+  const result: KillCycles = { kills: 0, completed: 0, mismatches: [] };
+  for (let cycle = 0; result.kills < minKills; cycle++) {
+    const dir = join(base, `cycle-${cycle}`);
+    await mkdir(join(dir, 'out'), { recursive: true });
+    for (let attempt = 0; ; attempt++) {
+      if (attempt > 40) throw new Error(`cycle ${cycle}: the job did not finish after ${attempt} restarts; it makes no progress`);
+      const child = await run(dir);
+      await afterRun?.(dir, child, `cycle ${cycle}, attempt ${attempt}`);
+      if (child.killed) {
+        result.kills++;
+        continue;
+      }
+      expect(child.code, `cycle ${cycle}, attempt ${attempt} failed:\n${child.stderr}`).toBe(0);
+      const actual = await readFile(join(dir, 'out', 'out.jsonl'), 'utf8');
+      result.completed++;
+      if (actual !== expected) result.mismatches.push(`cycle ${cycle} (after ${attempt} kills): ${describeMismatch(actual, expected)}`);
+      break;
+    }
+    await rm(dir, { recursive: true, force: true });
+  }
+  return result;
 }
 
 /** How the committed output differs from the expected one, for the failure message. */

@@ -3,7 +3,9 @@
 // (huge numbers and lengths, wrong types, deep nesting, `__proto__` / `constructor` keys), so that inputs get past
 // checksums and reach the code that interprets them.
 
-export type Random = () => number;
+import type { Random } from './random';
+
+export type { Random };
 
 export const int = (next: Random, n: number) => Math.floor(next() * n);
 export const pick = <T>(next: Random, items: readonly T[]): T => items[int(next, items.length)]!;

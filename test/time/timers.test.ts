@@ -1,9 +1,9 @@
 import { VirtualTimeScheduler } from 'rxjs';
 import { describe, expect, it } from 'vitest';
-import { NoKeyedContextError, assignTimestamps, keyBy, process, valueState, type Flow, type ProcessFunction } from 'weir';
-import { advanceTo, buildJob, ev, runOut, scriptedSource, type Ev } from '../windows/fixtures';
+import { NoKeyedContextError, keyBy, process, valueState, type Flow, type ProcessFunction } from 'weir';
+import { advanceTo } from '../support/virtualTime';
+import { buildJob, ev, runOut, scriptedSource, timestamps, type Ev } from '../windows/fixtures';
 
-const timestamps = (outOfOrderness = 0) => assignTimestamps<Ev>((e) => e.t, { outOfOrderness, interval: 0 });
 const keyed = (fn: ProcessFunction<Ev, string>) => (flow: Flow<Ev>) => flow.pipe(timestamps(), keyBy((e: Ev) => e.k), process(fn, { uid: 'timers' }));
 
 /** Reports each timer firing as `key domain time ts=<output timestamp>`. */

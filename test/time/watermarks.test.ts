@@ -20,7 +20,8 @@ import {
   window,
   type Flow,
 } from 'weir';
-import { advanceTo, buildJob, ev, runOut, scriptedSource, sum, type Ev } from '../windows/fixtures';
+import { advanceTo } from '../support/virtualTime';
+import { buildJob, ev, runOut, scriptedSource, sum, type Ev } from '../windows/fixtures';
 
 /** Reports, for each record, the watermark the keyed operator has seen before it, and the record's timestamp. */
 const observe = () =>

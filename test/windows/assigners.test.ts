@@ -2,7 +2,6 @@ import { VirtualTimeScheduler } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import {
   aggregate,
-  assignTimestamps,
   count,
   countWindow,
   globalWindow,
@@ -17,17 +16,9 @@ import {
   type Flow,
   type WindowAssigner,
 } from 'weir';
-import { advanceTo, buildJob, ev, runOut, scriptedSource, stamped, sum, type Ev, type Stamped } from './fixtures';
+import { advanceTo } from '../support/virtualTime';
+import { buildJob, ev, listWindows, runOut, scriptedSource, stamped, sum, timestamps, triples, type Ev, type Firing, type Stamped } from './fixtures';
 
-const timestamps = (outOfOrderness = 0) => assignTimestamps<Ev>((e) => e.t, { outOfOrderness, interval: 0 });
-/** `[key, summed value, result timestamp]` per window result. */
-const triples = (out: Stamped<Ev>[]) => out.map(({ value, ts }) => [value.k, value.v, ts]);
-/** `[key, start, end, values]` per window firing, from a ProcessWindowFunction. */
-type Firing = [string, number, number, number[]];
-const listWindows = () =>
-  process<Ev, Firing>({
-    process: (key, ctx, elements, out) => out.emit([String(key), ctx.window.start, ctx.window.end, elements.map((e) => e.v)]),
-  });
 const sumPerWindow = (assigner: WindowAssigner, outOfOrderness = 0) => (flow: Flow<Ev>) =>
   flow.pipe(timestamps(outOfOrderness), keyBy((e: Ev) => e.k), window(assigner), reduce(sum, { uid: 'sum' }), stamped());
 const windowsOf = (assigner: WindowAssigner, outOfOrderness = 0) => (flow: Flow<Ev>) =>

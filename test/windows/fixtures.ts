@@ -1,6 +1,7 @@
-import { VirtualTimeScheduler } from 'rxjs';
+import type { VirtualTimeScheduler } from 'rxjs';
 import {
   Flow,
+  assignTimestamps,
   collect,
   createJob,
   map,
@@ -11,6 +12,8 @@ import {
   type JobOptions,
   type Source,
 } from 'weir';
+import { deferred } from '../support/deferred';
+import { advanceTo } from '../support/virtualTime';
 
 /** A test event: key, event timestamp, value. */
 export interface Ev {
@@ -24,6 +27,9 @@ export const ev = (k: string, t: number, v = 1): Ev => ({ k, t, v });
 /** Adds two events' values (the key and timestamp of the first are kept). */
 export const sum = (a: Ev, b: Ev): Ev => ({ k: a.k, t: a.t, v: a.v + b.v });
 
+/** Event timestamps from `t`, with a watermark after every record lagging `outOfOrderness` behind the largest. */
+export const timestamps = (outOfOrderness = 0) => assignTimestamps<Ev>((e) => e.t, { outOfOrderness, interval: 0 });
+
 /** A record with the event timestamp it carried downstream. */
 export interface Stamped<T> {
   value: T;
@@ -34,6 +40,18 @@ export interface Stamped<T> {
 export function stamped<T>(): (flow: Flow<T>) => Flow<Stamped<T>> {
   return (flow) => flow.pipe(process<T, Stamped<T>>({ onElement: (value, ctx, out) => out.emit({ value, ts: ctx.timestamp }) }));
 }
+
+/** `[key, summed value, result timestamp]` per window result of `stamped()` sums. */
+export const triples = (out: unknown[]) => (out as Stamped<Ev>[]).map(({ value, ts }) => [value.k, value.v, ts]);
+
+/** `[key, start, end, values]` per window firing, from a ProcessWindowFunction. */
+export type Firing = [string, number, number, number[]];
+
+/** A ProcessWindowFunction that emits each firing as a `Firing`. */
+export const listWindows = () =>
+  process<Ev, Firing>({
+    process: (key, ctx, elements, out) => out.emit([String(key), ctx.window.start, ctx.window.end, elements.map((e) => e.v)]),
+  });
 
 /**
  * A replayable source over `records` (offset = index of the next record) that calls `before(i)` before handing out
@@ -65,13 +83,8 @@ export function scriptedSource<T>(records: readonly T[], before?: (i: number) =>
 
 /** Gates before record indexes: `reached(i)` resolves when the source waits before record `i`; `release(i)` lets it go. */
 export function gates(pauseAt: readonly number[]) {
-  const make = () => {
-    let resolve!: () => void;
-    const promise = new Promise<void>((r) => (resolve = r));
-    return { promise, resolve };
-  };
-  const gate = new Map(pauseAt.map((i) => [i, make()]));
-  const arrival = new Map(pauseAt.map((i) => [i, make()]));
+  const gate = new Map(pauseAt.map((i) => [i, deferred()]));
+  const arrival = new Map(pauseAt.map((i) => [i, deferred()]));
   const released = new Set<number>();
   return {
     before(i: number): Promise<void> | undefined {
@@ -85,15 +98,6 @@ export function gates(pauseAt: readonly number[]) {
       gate.get(i)!.resolve();
     },
   };
-}
-
-/** Moves a virtual clock to `time` (if later), running every action due by then in time order. */
-export function advanceTo(scheduler: VirtualTimeScheduler, time: number): void {
-  const to = Math.max(time, scheduler.frame);
-  scheduler.maxFrames = to;
-  scheduler.flush();
-  scheduler.frame = to;
-  scheduler.maxFrames = Infinity;
 }
 
 export type Pipeline<T> = (flow: Flow<T>) => Flow<unknown> | Record<string, Flow<unknown>>;

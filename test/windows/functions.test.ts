@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
   aggregate,
-  assignTimestamps,
   keyBy,
   outputTag,
   process,
@@ -12,9 +11,8 @@ import {
   type AggregateFunction,
   type Flow,
 } from 'weir';
-import { ev, run, runOut, sum, type Ev } from './fixtures';
+import { ev, run, runOut, sum, timestamps, type Ev } from './fixtures';
 
-const timestamps = (outOfOrderness = 0) => assignTimestamps<Ev>((e) => e.t, { outOfOrderness, interval: 0 });
 const events = [ev('a', 1, 1), ev('b', 2, 10), ev('a', 7, 2), ev('a', 13, 4), ev('b', 25, 20)];
 const windowed = (flow: Flow<Ev>) => flow.pipe(timestamps(), keyBy((e: Ev) => e.k), window<Ev>(tumbling(10)));
 const mean: AggregateFunction<Ev, { sum: number; n: number }, number> = {

@@ -13,19 +13,8 @@ import {
   window,
   type Flow,
 } from 'weir';
+import { random } from '../support/random';
 import { ev, runThreeWays, stamped, sum, type Ev } from './fixtures';
-
-/** mulberry32: a small seeded PRNG, so every failure reproduces from its seed. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Random events: a few keys, time moving forward in random steps, some records out of order, some very late. */
 function randomEvents(rand: () => number, n: number): Ev[] {

@@ -2,7 +2,6 @@ import { VirtualTimeScheduler } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import {
   aggregate,
-  assignTimestamps,
   count,
   countWindow,
   globalWindow,
@@ -18,13 +17,8 @@ import {
   type Flow,
   type WindowAssigner,
 } from 'weir';
-import { ev, runThreeWays, stamped, sum, type Ev } from './fixtures';
+import { ev, listWindows, runThreeWays, stamped, sum, timestamps, type Ev } from './fixtures';
 
-const timestamps = (outOfOrderness = 0) => assignTimestamps<Ev>((e) => e.t, { outOfOrderness, interval: 0 });
-const listWindows = () =>
-  process<Ev, [string, number, number, number[]]>({
-    process: (key, ctx, elements, out) => out.emit([String(key), ctx.window.start, ctx.window.end, elements.map((e) => e.v)]),
-  });
 
 /** Event-time windowed pipeline with main output and late data. */
 const eventTime = (assigner: WindowAssigner, allowedLateness = 0, outOfOrderness = 3) => (flow: Flow<Ev>) => {

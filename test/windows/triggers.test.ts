@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import {
-  assignTimestamps,
   eventTimeTrigger,
   keyBy,
   lateData,
@@ -16,15 +15,19 @@ import {
   type WindowAssigner,
   type WindowOptions,
 } from 'weir';
-import { ev, run, runOut, stamped, sum, type Ev, type Stamped } from './fixtures';
+import { ev, listWindows, run, runOut, stamped, sum, timestamps, triples, type Ev, type Stamped } from './fixtures';
 
-const timestamps = (outOfOrderness = 0) => assignTimestamps<Ev>((e) => e.t, { outOfOrderness, interval: 0 });
-const triples = (out: unknown[]) => (out as Stamped<Ev>[]).map(({ value, ts }) => [value.k, value.v, ts]);
 
 /** Sums per window with `options`; `out` has `{ value, ts }` per firing, `late` the late records. */
 const summed = (assigner: WindowAssigner, options: WindowOptions, outOfOrderness = 0) => (flow: Flow<Ev>) => {
   const sums = flow.pipe(timestamps(outOfOrderness), keyBy((e: Ev) => e.k), window(assigner, options), reduce(sum, { uid: 'sum' }));
   return { out: sums.pipe(stamped()), late: sums.pipe(lateData<Ev>(), stamped()) };
+};
+
+/** Session windows (gap 10) listing their values; `late` the late records. */
+const sessionsWithLate = (flow: Flow<Ev>) => {
+  const sessions = flow.pipe(timestamps(), keyBy((e: Ev) => e.k), window(session(10)), listWindows());
+  return { out: sessions, late: sessions.pipe(lateData<Ev>()) };
 };
 
 describe('allowed lateness', () => {
@@ -106,17 +109,7 @@ describe('allowed lateness', () => {
   it('session windows: a late record does not linger as a session that a later record would merge with', async () => {
     // The watermark reaches 99 through key b. a@90 opens [90, 100), late at once (99 ≤ 99): late data. a@100 then
     // opens [100, 110): in Flink the late window was retired, so a@100 starts a session of its own.
-    const { out, late } = await run([ev('b', 100), ev('a', 90, 1), ev('a', 100, 2)], (flow) => {
-      const sessions = flow.pipe(
-        timestamps(),
-        keyBy((e: Ev) => e.k),
-        window(session(10)),
-        process<Ev, [string, number, number, number[]]>({
-          process: (key, ctx, elements, o) => o.emit([String(key), ctx.window.start, ctx.window.end, elements.map((e) => e.v)]),
-        }),
-      );
-      return { out: sessions, late: sessions.pipe(lateData<Ev>()) };
-    });
+    const { out, late } = await run([ev('b', 100), ev('a', 90, 1), ev('a', 100, 2)], sessionsWithLate);
     expect(late).toEqual([ev('a', 90, 1)]);
     expect(out).toEqual([
       ['b', 100, 110, [1]],
@@ -126,17 +119,7 @@ describe('allowed lateness', () => {
 
   it('session windows: a late record that merges into a session still open is not late', async () => {
     // a's session [95, 105) is still open at watermark 99; a@88 opens [88, 98), which merges with it.
-    const { out, late } = await run([ev('a', 95, 1), ev('b', 100), ev('a', 88, 2)], (flow) => {
-      const sessions = flow.pipe(
-        timestamps(),
-        keyBy((e: Ev) => e.k),
-        window(session(10)),
-        process<Ev, [string, number, number, number[]]>({
-          process: (key, ctx, elements, o) => o.emit([String(key), ctx.window.start, ctx.window.end, elements.map((e) => e.v)]),
-        }),
-      );
-      return { out: sessions, late: sessions.pipe(lateData<Ev>()) };
-    });
+    const { out, late } = await run([ev('a', 95, 1), ev('b', 100), ev('a', 88, 2)], sessionsWithLate);
     expect(late).toEqual([]);
     expect(out).toEqual([
       ['a', 88, 105, [1, 2]],

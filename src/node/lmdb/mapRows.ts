@@ -1,4 +1,5 @@
 import type { Key, Serializer } from '../../core/types';
+import { ChangedKeys } from './changedKeys';
 import type { RowStore } from './rowStore';
 
 /**
@@ -9,7 +10,7 @@ import type { RowStore } from './rowStore';
  */
 export class MapRows<K, V> {
   /** With change tracking (incremental checkpoints): the user keys whose map changed since the last snapshot. */
-  private changes: Map<string, Set<Key>> | undefined;
+  private readonly changes: ChangedKeys | undefined;
 
   constructor(
     private readonly store: RowStore,
@@ -17,21 +18,16 @@ export class MapRows<K, V> {
     readonly serializer: Serializer<Map<K, V>>,
     trackChanges = false,
   ) {
-    if (trackChanges) this.changes = new Map();
+    this.changes = trackChanges ? new ChangedKeys() : undefined;
   }
 
   /** The user keys whose map changed since the last call, by namespace; undefined without change tracking. */
   takeChanges(): Map<string, Set<Key>> | undefined {
-    const taken = this.changes;
-    if (taken !== undefined) this.changes = new Map();
-    return taken;
+    return this.changes?.take();
   }
 
   private changed(userKey: Key, namespace: string): void {
-    if (this.changes === undefined) return;
-    let keys = this.changes.get(namespace);
-    if (keys === undefined) this.changes.set(namespace, (keys = new Set()));
-    keys.add(userKey);
+    this.changes?.add(namespace, [userKey]);
   }
 
   private row(userKey: Key, mapKey: K, namespace = this.store.namespace): Buffer {

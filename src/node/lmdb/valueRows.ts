@@ -1,4 +1,5 @@
 import type { Key, Serializer } from '../../core/types';
+import { ChangedKeys } from './changedKeys';
 import type { RowStore } from './rowStore';
 
 /** Marks, in the write buffer, a key whose row is to be deleted. */
@@ -21,7 +22,7 @@ export class ValueRows<V> {
   /** Writes to windows (namespaces other than the void one) not yet in LMDB, by namespace. */
   private windows = new Map<string, Buffered<V>>();
   /** With change tracking (incremental checkpoints): the keys flushed since the last snapshot, by namespace. */
-  private changes: Map<string, Set<Key>> | undefined;
+  private readonly changes: ChangedKeys | undefined;
 
   constructor(
     private readonly store: RowStore,
@@ -29,14 +30,12 @@ export class ValueRows<V> {
     readonly serializer: Serializer<V>,
     trackChanges = false,
   ) {
-    if (trackChanges) this.changes = new Map();
+    this.changes = trackChanges ? new ChangedKeys() : undefined;
   }
 
   /** The keys written since the last call (flush first), by namespace; undefined without change tracking. */
   takeChanges(): Map<string, Set<Key>> | undefined {
-    const taken = this.changes;
-    if (taken !== undefined) this.changes = new Map();
-    return taken;
+    return this.changes?.take();
   }
 
   get(key: Key, namespace = this.store.namespace): V | undefined {
@@ -79,11 +78,7 @@ export class ValueRows<V> {
 
   private write(buffer: Buffered<V>, namespace: string, keyGroupOf: (key: Key) => number): void {
     const { db, keys } = this.store;
-    if (this.changes !== undefined) {
-      let changed = this.changes.get(namespace);
-      if (changed === undefined) this.changes.set(namespace, (changed = new Set()));
-      for (const key of buffer.keys()) changed.add(key);
-    }
+    this.changes?.add(namespace, buffer.keys());
     for (const [key, value] of buffer) {
       const row = keys.begin(keyGroupOf(key), this.id).add(key).addNamespace(namespace).key();
       if (value === REMOVED) db.remove(row);

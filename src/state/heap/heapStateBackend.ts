@@ -9,6 +9,7 @@ import type {
   StateDescriptor,
   SnapshotEntry,
   StateMeta,
+  RemovedEntry,
 } from '../../core/types';
 import { copyValue } from '../copyValue';
 import { decodeKey, encodeKey } from '../keyCodec';
@@ -50,11 +51,33 @@ export function heapStateBackend(): StateBackend {
   });
 }
 
-/** Restored entries of a state nobody has asked for yet: decoded when its descriptor is first used. */
+/**
+ * Restored entries of a state nobody has asked for yet, kept as the payloads hold them (no map is built for them):
+ * decoded straight into the state's tables when its descriptor is first used.
+ */
 interface PendingState {
   meta: StateMeta;
-  /** Encoded values by namespace and encoded key: a later payload (a delta) replaces or removes an entry. */
-  entries: Map<string, Map<unknown, unknown>>;
+  /**
+   * What each restored payload holds of the state, in restore order; a later one (a delta) replaces or removes
+   * entries of the ones before. Never changed in place (a snapshot keeps the array it saw): a restore replaces it.
+   */
+  sources: readonly PendingSource[];
+  /** Whether `sources` is one source with every key once and no removals (see `compactSources`). */
+  compact: boolean;
+}
+
+/** The entries (`[state, key, value, namespace?]`) and removals of one state in one payload, in this backend's key groups. */
+interface PendingSource {
+  readonly entries: readonly SnapshotEntry[];
+  readonly removed: readonly RemovedEntry[];
+}
+
+/** A pending state as a snapshot sees it: its entries, each key once (`state` of each entry is meaningless). */
+interface PendingCapture {
+  readonly meta: StateMeta;
+  readonly state: PendingState;
+  readonly sources: readonly PendingSource[];
+  readonly compact: boolean;
 }
 
 class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
@@ -137,17 +160,29 @@ class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
     return family;
   }
 
+  /** Decodes a restored state's entries into its tables, payload by payload (removals after the entries of each). */
   private load(family: StateFamily<unknown>, restored: PendingState): void {
     const { meta } = restored;
     const descriptor = family.descriptor;
     checkRestoredMeta(this.uid, meta, descriptor);
     const decode = restoredDecoder(meta, descriptor);
     const keyTypes = new Set<string>();
-    for (const [namespace, entries] of restored.entries) {
-      const live = family.write(namespace).live;
-      for (const [key, value] of entries) {
-        keyTypes.add(encodedKeyType(key));
-        live.set(decodeKey(key), decode(value));
+    let lastType = '';
+    let namespace = '';
+    let live = family.write('').live;
+    for (const { entries, removed } of restored.sources) {
+      for (let i = 0; i < entries.length; i++) {
+        const entry = entries[i]!;
+        const key = entry[1];
+        const type = encodedKeyType(key);
+        if (type !== lastType) keyTypes.add((lastType = type));
+        const entryNamespace = entry[3] ?? '';
+        if (entryNamespace !== namespace) live = family.write((namespace = entryNamespace)).live;
+        live.set(decodeKey(key), decode(entry[2]));
+      }
+      for (const [, key, removedNamespace = ''] of removed) {
+        const table = family.read(removedNamespace);
+        if (table.live.delete(decodeKey(key))) family.release(removedNamespace, table);
       }
     }
     if (this.key !== undefined) checkKeyType(this.uid, descriptor.name, keyTypes, this.key);
@@ -179,7 +214,7 @@ class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
       }
     }
     // Restored state nobody has read yet is immutable until then: the snapshot can keep it as it is.
-    const pending = Array.from(this.pending.values());
+    const pending: PendingCapture[] = Array.from(this.pending.values(), (state) => ({ meta: state.meta, state, sources: state.sources, compact: state.compact }));
     let released = false;
     const release = () => {
       if (released) return;
@@ -196,7 +231,7 @@ class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
   /** A delta: the value as of the snapshot of every key written since the previous one, or its removal. */
   private *changeChunks(
     tables: readonly [string, StateTable<unknown>, Overlay][],
-    pending: readonly PendingState[],
+    pending: readonly PendingCapture[],
     changes: readonly (readonly [string, Map<string, Set<Key>>])[],
     maxEntries: number,
     release: () => void,
@@ -243,7 +278,7 @@ class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
   }
 
   /** The payload's `states`, and the index in it of each snapshot table's state and each pending state's. */
-  private stateIndexes(tables: readonly [string, StateTable<unknown>, Overlay][], pending: readonly PendingState[]) {
+  private stateIndexes(tables: readonly [string, StateTable<unknown>, Overlay][], pending: readonly PendingCapture[]) {
     const states: StateMeta[] = [];
     const indexOf = new Map<string, number>();
     const tableStates = tables.map(([, table]) => {
@@ -263,7 +298,7 @@ class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
    */
   private *chunks(
     tables: readonly [string, StateTable<unknown>, Overlay][],
-    pending: readonly PendingState[],
+    pending: readonly PendingCapture[],
     maxEntries: number,
     release: () => void,
   ): Generator<KeyedStatePayload> {
@@ -277,10 +312,14 @@ class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
         return refs;
       });
       // Restored, never read: flat triples of encoded key, encoded value, namespace.
-      const restored = pending.map(({ entries }) => {
-        const refs: unknown[] = [];
-        for (const [namespace, values] of entries) for (const [key, value] of values) refs.push(key, value, namespace);
-        return refs;
+      const restored = pending.map(({ state, sources, compact }) => {
+        const compacted = compact ? sources : compactSources(sources);
+        // Kept for the next snapshot, unless a restore came in between.
+        if (!compact && state.sources === sources) {
+          state.sources = compacted;
+          state.compact = true;
+        }
+        return compacted[0]?.entries ?? [];
       });
       let entries: SnapshotEntry[] = [];
       const take = (): KeyedStatePayload => {
@@ -303,10 +342,8 @@ class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
       }
       for (let index = 0; index < restored.length; index++) {
         const state = pendingStates[index]!;
-        const refs = restored[index]!;
-        for (let i = 0; i < refs.length; i += 3) {
-          const namespace = refs[i + 2] as string;
-          entries.push(namespace === '' ? [state, refs[i], refs[i + 1]] : [state, refs[i], refs[i + 1], namespace]);
+        for (const [, key, value, namespace] of restored[index]!) {
+          entries.push(namespace === undefined || namespace === '' ? [state, key, value] : [state, key, value, namespace]);
           if (entries.length >= maxEntries) yield take();
         }
       }
@@ -316,29 +353,42 @@ class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
     }
   }
 
+  /**
+   * Keeps the entries of this backend's key groups as pending, by state: nothing is decoded (nor put in a map) until
+   * a state's descriptor is first used.
+   */
   restore(payloads: KeyedStatePayload[]): void {
     for (const payload of payloads) {
-      const states: (PendingState | undefined)[] = [];
-      const pendingOf = (index: number, namespace: string) => {
-        let state = states[index];
-        if (state === undefined) {
-          const meta = payload.states[index];
-          if (meta === undefined) throw undeclaredState(this.uid, index);
-          state = this.pending.get(meta.name);
-          if (state === undefined) this.pending.set(meta.name, (state = { meta, entries: new Map() }));
-          states[index] = state;
+      const entries: SnapshotEntry[][] = [];
+      const removals: RemovedEntry[][] = [];
+      const declared = payload.states.length;
+      forEachPayloadEntry(payload, { maxParallelism: this.maxParallelism, range: this.range }, (entry) => {
+        const index = entry[0];
+        let list = entries[index];
+        if (list === undefined) {
+          if (!(index < declared)) throw undeclaredState(this.uid, index);
+          entries[index] = list = [];
         }
-        let entries = state.entries.get(namespace);
-        if (entries === undefined) state.entries.set(namespace, (entries = new Map()));
-        return entries;
-      };
-      const owned = (keyGroup: number) => keyGroup >= this.range.start && keyGroup <= this.range.end;
-      forEachPayloadEntry(payload, { maxParallelism: this.maxParallelism, range: this.range }, ([index, key, value, namespace = '']) => {
-        pendingOf(index, namespace).set(key, value);
+        list.push(entry);
       });
       for (const [keyGroup, removed] of payload.removed ?? []) {
-        if (!owned(keyGroup)) continue;
-        for (const [index, key, namespace = ''] of removed) pendingOf(index, namespace).delete(key);
+        if (keyGroup < this.range.start || keyGroup > this.range.end) continue;
+        for (const entry of removed) {
+          const index = entry[0];
+          if (!(index < declared)) throw undeclaredState(this.uid, index);
+          (removals[index] ??= []).push(entry);
+        }
+      }
+      for (let index = 0; index < declared; index++) {
+        if (entries[index] === undefined && removals[index] === undefined) continue;
+        const meta = payload.states[index]!;
+        const source: PendingSource = { entries: entries[index] ?? [], removed: removals[index] ?? [] };
+        const state = this.pending.get(meta.name);
+        if (state === undefined) this.pending.set(meta.name, { meta, sources: [source], compact: false });
+        else {
+          state.sources = [...state.sources, source];
+          state.compact = false;
+        }
       }
     }
   }
@@ -357,7 +407,13 @@ class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
   keyCount(): number {
     const keys = new Set<unknown>();
     for (const family of this.families.values()) for (const table of family.tables.values()) for (const key of table.live.keys()) keys.add(key);
-    for (const state of this.pending.values()) for (const entries of state.entries.values()) for (const key of entries.keys()) keys.add(decodeKey(key));
+    for (const state of this.pending.values()) {
+      if (!state.compact) {
+        state.sources = compactSources(state.sources);
+        state.compact = true;
+      }
+      for (const source of state.sources) for (const entry of source.entries) keys.add(decodeKey(entry[1]));
+    }
     return keys.size;
   }
 
@@ -366,4 +422,26 @@ class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
     this.states.clear();
     this.pending.clear();
   }
+}
+
+/**
+ * A pending state's sources applied one after the other (entries, then removals, of each): one source holding the
+ * entry of each key and namespace that remains, in first-written order, namespace by namespace.
+ */
+function compactSources(sources: readonly PendingSource[]): PendingSource[] {
+  // By namespace and key as saved: a bigint's `{ $bigint }` by its text (keys are not decoded: a snapshot passes them on as they are).
+  const byNamespace = new Map<string, Map<unknown, SnapshotEntry>>();
+  const idOf = (key: unknown) => (key !== null && typeof key === 'object' ? `\u0000object:${JSON.stringify(key)}` : key);
+  const tableOf = (namespace: string) => {
+    let table = byNamespace.get(namespace);
+    if (table === undefined) byNamespace.set(namespace, (table = new Map()));
+    return table;
+  };
+  for (const { entries, removed } of sources) {
+    for (const entry of entries) tableOf(entry[3] ?? '').set(idOf(entry[1]), entry);
+    for (const [, key, namespace = ''] of removed) byNamespace.get(namespace)?.delete(idOf(key));
+  }
+  const entries: SnapshotEntry[] = [];
+  for (const table of byNamespace.values()) for (const entry of table.values()) entries.push(entry);
+  return entries.length === 0 ? [] : [{ entries, removed: [] }];
 }
