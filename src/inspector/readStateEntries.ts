@@ -5,7 +5,7 @@ import { METADATA_FILE, checkpointDir, type CheckpointMetadata, type OperatorSta
 import type { CheckpointStorage, Key } from '../core/types';
 import { decodeKey } from '../state/keyCodec';
 import { forEachPayloadEntry } from '../state/payloadEntries';
-import { autoSerializer } from '../state/serializers';
+import { storedValueDecoder } from '../stateProcessor/serializerById';
 
 /**
  * The keyed state a checkpoint holds, decoded without the job's code: every entry of every state of every operator,
@@ -44,7 +44,7 @@ export async function readCheckpointEntries(storage: CheckpointStorage, job: str
       const payload = decodeFile('state', await storage.read(`${dir}/${file}`), where(file)) as OperatorStatePayload;
       if (!payload.keyed) continue;
       const metas = payload.keyed.states;
-      const decoders = metas.map((meta) => decoderFor(meta.serializer));
+      const decoders = metas.map((meta) => storedValueDecoder(meta.serializer));
       for (const meta of metas) if (!states.has(meta.name)) states.set(meta.name, []);
       forEachPayloadEntry(payload.keyed, { maxParallelism: metadata.maxParallelism, keyGroups: true }, ([index, key, value, namespace], keyGroup) => {
         const meta = metas[index];
@@ -146,46 +146,4 @@ function compareEntries(a: StateEntry, b: StateEntry): number {
   const na = a.namespace ?? '';
   const nb = b.namespace ?? '';
   return na < nb ? -1 : na > nb ? 1 : 0;
-}
-
-type Decoder = (encoded: unknown, version: number) => { value: unknown; decoded: boolean };
-
-/** Decoders for the serializer ids weir writes; any other id leaves the stored form as it is. */
-function decoderFor(id: string): Decoder {
-  const decode = plainDecoder(id);
-  if (decode === undefined) return (encoded) => ({ value: encoded, decoded: false });
-  return (encoded, version) => {
-    try {
-      return { value: decode(encoded, version), decoded: true };
-    } catch {
-      return { value: encoded, decoded: false };
-    }
-  };
-}
-
-function plainDecoder(id: string): ((encoded: unknown, version: number) => unknown) | undefined {
-  if (id === 'json') return (encoded) => encoded;
-  if (id === 'auto') return autoSerializer().decode;
-  if (id === 'superjson') return (encoded) => superjson.deserialize(encoded as Parameters<typeof superjson.deserialize>[0]);
-  const map = /^map\((.*)\)$/.exec(id);
-  if (map) {
-    const [keyId, valueId] = splitTopLevel(map[1]!);
-    const keys = keyId === undefined ? undefined : plainDecoder(keyId);
-    const values = valueId === undefined ? undefined : plainDecoder(valueId);
-    if (!keys || !values) return undefined;
-    return (encoded, version) => new Map((encoded as [unknown, unknown][]).map(([k, v]) => [keys(k, version), values(v, version)]));
-  }
-  return undefined;
-}
-
-/** `auto,map(json,auto)` → [`auto`, `map(json,auto)`]: the comma between the two ids, not inside parentheses. */
-function splitTopLevel(ids: string): [string | undefined, string | undefined] {
-  let depth = 0;
-  for (let i = 0; i < ids.length; i++) {
-    const c = ids[i];
-    if (c === '(') depth++;
-    else if (c === ')') depth--;
-    else if (c === ',' && depth === 0) return [ids.slice(0, i), ids.slice(i + 1)];
-  }
-  return [undefined, undefined];
 }
