@@ -1,7 +1,7 @@
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createSavepoint, heapStateBackend, keyGroupRangeFor, readSavepoint, valueState, type KeyedStatePayload } from 'weir';
+import { createJob, createSavepoint, forEach, heapStateBackend, keyBy, keyGroupRangeFor, readSavepoint, reduce, valueState, type KeyedStatePayload, type Source } from 'weir';
 import { fsCheckpointStorage } from 'weir/node';
 import { sideBySide, type KeyedEvent } from './measure';
 import type { Result } from './report';
@@ -10,9 +10,10 @@ const KEYS = 1_000_000;
 
 /**
  * Savepoints of 1M keys at parallelism 4, against the same baseline as the snapshot bars (`JSON.stringify` of the
- * entries + `fs.writeFile`; `fs.readFile` + `JSON.parse`): writing one with the State Processor API, reading every
- * `[key, value]` back with `readSavepoint`, and rescaling 4 → 2 (every file to every new instance, each keeping its
- * key groups, as a job's restore does) against a plain restore of the same savepoint at parallelism 4.
+ * entries + `fs.writeFile`; `fs.readFile` + `JSON.parse`): a running job's `running.savepoint()` (the bar: barrier,
+ * chunked state files, fsyncs, `_metadata`), writing one from data with the State Processor API (recorded), reading
+ * every `[key, value]` back with `readSavepoint`, and rescaling 4 → 2 (every file to every new instance, each keeping
+ * its key groups, as a job's restore does) against a plain restore of the same savepoint at parallelism 4.
  */
 export async function savepoint(): Promise<Result[]> {
   const entries: [string, KeyedEvent][] = Array.from({ length: KEYS }, (_, i) => [`k${i}`, { key: `k${i}`, n: i & 1023 }]);
@@ -21,7 +22,25 @@ export async function savepoint(): Promise<Result[]> {
   const jsonFile = join(dir, 'plain.json');
   const descriptor = valueState<KeyedEvent>('reduce');
 
+  const running = await jobHolding(entries, storage);
   const write = await sideBySide(
+    {
+      weir: async () => {
+        const start = performance.now();
+        await running.savepoint({ path: 'job-savepoints' });
+        return performance.now() - start;
+      },
+      json: async () => {
+        const start = performance.now();
+        await writeFile(jsonFile, JSON.stringify(entries));
+        return performance.now() - start;
+      },
+    },
+    { rounds: 3, best: 'min' },
+  );
+  await running.finish();
+
+  const bootstrap = await sideBySide(
     {
       weir: async () => {
         const start = performance.now();
@@ -75,6 +94,8 @@ export async function savepoint(): Promise<Result[]> {
   return [
     { name: 'savepoint/write-1M/weir', value: write.weir, unit: 'ms' },
     { name: 'savepoint/write-1M/json', value: write.json, unit: 'ms' },
+    { name: 'savepoint/bootstrap-write-1M/weir', value: bootstrap.weir, unit: 'ms' },
+    { name: 'savepoint/bootstrap-write-vs-json', value: bootstrap.weir / bootstrap.json, unit: 'ratio' },
     { name: 'savepoint/read-1M/weir', value: read.weir, unit: 'ms' },
     { name: 'savepoint/read-1M/json', value: read.json, unit: 'ms' },
     { name: 'rescale/1M-keys-4-to-2/ms', value: rescale.weir, unit: 'ms' },
@@ -83,4 +104,45 @@ export async function savepoint(): Promise<Result[]> {
     { name: 'savepoint/read-vs-json', value: read.weir / read.json, unit: 'ratio', bar: { op: '<=', value: 1.5 } },
     { name: 'rescale/1M-keys-4-to-2', value: rescale.weir / rescale.json, unit: 'ratio', bar: { op: '<=', value: 1.5 } },
   ];
+}
+
+/**
+ * A job at parallelism 4 whose keyed reduce holds one value for each of the entries' keys, kept running (its source
+ * waits at the end of the entries) until `finish()`.
+ */
+async function jobHolding(entries: [string, KeyedEvent][], storage: ReturnType<typeof fsCheckpointStorage>) {
+  let release!: () => void;
+  const hold = new Promise<null>((resolve) => (release = () => resolve(null)));
+  const source: Source<KeyedEvent> = {
+    name: 'bench entries',
+    replayable: true,
+    open() {
+      let next = 0;
+      return {
+        read(max) {
+          if (next >= entries.length) return hold;
+          const chunk = entries.slice(next, next + max).map(([, value]) => value);
+          next += chunk.length;
+          return chunk;
+        },
+        offset: () => next,
+      };
+    },
+  };
+  let processed = 0;
+  const job = createJob({ name: 'bench-savepoint', checkpoints: { storage }, parallelism: 4, chunkSize: 8192 });
+  job.source(source, { uid: 'entries' }).pipe(
+    keyBy((event) => event.key),
+    reduce((a, b) => ({ ...a, n: a.n + b.n }), { uid: 'sum' }),
+    forEach(() => void processed++),
+  );
+  const running = job.start();
+  while (processed < entries.length) await new Promise((resolve) => setImmediate(resolve));
+  return {
+    savepoint: (options: { path: string }) => running.savepoint(options),
+    finish: async () => {
+      release();
+      await running.done;
+    },
+  };
 }

@@ -67,7 +67,7 @@ export interface CoordinatorOptions {
   maxConcurrent: number;
   /** Consecutive failed checkpoints tolerated before the job fails. */
   tolerableFailures: number;
-  /** Entries per keyed state file (see `KeyedSnapshot.materializeChunks`); 65 536 by default. */
+  /** Entries per keyed state file (see `KeyedSnapshot.materializeChunks`); 131 072 by default. */
   chunkEntries?: number;
   /**
    * Incremental checkpoints: persist only the keyed state changed since the previous checkpoint, referencing the
@@ -77,7 +77,7 @@ export interface CoordinatorOptions {
 }
 
 /** Entries per keyed state file: big state is written as several files of about this many entries. */
-const CHUNK_ENTRIES = 65_536;
+const CHUNK_ENTRIES = 131_072;
 
 /** What a task captured at a barrier: its keyed snapshot (released here once persisted) and its operator state. */
 export interface TaskState {
@@ -371,6 +371,7 @@ export class CheckpointCoordinator {
   ): Promise<boolean> {
     const { uid, subtask, range } = task;
     const chunks = payloads[Symbol.iterator]();
+    let writing: Promise<boolean> | undefined;
     let next = chunks.next();
     if (next.done) return write(stateFileName(uid, subtask, range), [range.start, range.end], { uid, keyed: { states: [], keyGroups: [] }, operator });
     for (let index = 0; !next.done; index++) {
@@ -391,10 +392,15 @@ export class CheckpointCoordinator {
       }
       const file = single ? stateFileName(uid, subtask, range) : `${stateFileName(uid, subtask, { start: first, end: last })}.${index}`;
       const keyGroups: [number, number] = single ? [range.start, range.end] : [first, last];
-      if (!(await write(file, keyGroups, { uid, keyed: chunk, operator: index === 0 ? operator : undefined }))) return false;
+      // One write in flight while the next chunk is materialised and encoded: the fsync of one file overlaps the
+      // CPU work of the next, and memory stays bounded to two chunks.
+      if (writing && !(await writing)) return false;
+      writing = write(file, keyGroups, { uid, keyed: chunk, operator: index === 0 ? operator : undefined });
+      // Its failure is seen when it is awaited (next round or at the end); until then it must not count as unhandled.
+      writing.catch(() => undefined);
       await yieldToEventLoop();
     }
-    return true;
+    return writing ? writing : true;
   }
 
   private acknowledge(pending: PendingCheckpoint, task: string, files: StateFileEntry[]): void {

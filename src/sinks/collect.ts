@@ -27,7 +27,8 @@ export function collect<T>(): Collector<T> {
   const commitUpTo = (id: number) => {
     for (const [checkpoint, records] of pending) {
       if (checkpoint > id) continue;
-      values.push(...records);
+      // A loop, not push(...records): spreading a large array overflows the call stack.
+      for (const record of records) values.push(record);
       pending.delete(checkpoint);
     }
   };
@@ -48,7 +49,7 @@ export function collect<T>(): Collector<T> {
         commit: commitUpTo,
         finish() {
           commitUpTo(Infinity);
-          values.push(...buffer);
+          for (const record of buffer) values.push(record);
           buffer = [];
         },
         abort() {

@@ -60,7 +60,7 @@ export class OperatorStateStore {
       for (const list of instance.lists) {
         const all = byName.get(list.meta.name);
         if (all === undefined) byName.set(list.meta.name, { ...list, elements: list.elements.slice() });
-        else all.elements.push(...list.elements);
+        else for (const element of list.elements) all.elements.push(element);
       }
     }
     for (const [name, all] of byName) {

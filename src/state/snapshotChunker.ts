@@ -72,7 +72,7 @@ export function wholePayload(states: StateMeta[], chunks: Iterable<KeyedStatePay
   let entries: SnapshotEntry[] | undefined;
   let range: [number, number] | undefined;
   for (const chunk of chunks) {
-    keyGroups.push(...chunk.keyGroups);
+    for (const group of chunk.keyGroups) keyGroups.push(group);
     if (chunk.entries === undefined) continue;
     // Pieces with and without a range: the whole has none (readers then hash every key they filter).
     range = entries === undefined ? chunk.range : range && chunk.range && [Math.min(range[0], chunk.range[0]), Math.max(range[1], chunk.range[1])];

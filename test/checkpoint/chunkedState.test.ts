@@ -18,8 +18,8 @@ interface Count {
   n: number;
 }
 
-/** More keys than one state file holds (65 536 entries), so keyed state is written as several files. */
-const KEYS = 100_000;
+/** More keys than one state file holds (131 072 entries), so keyed state is written as several files. */
+const KEYS = 200_000;
 
 function sumJob(stateBackend: StateBackend, records: Count[]) {
   const job = createJob({ name: 'chunked', stateBackend, chunkSize: 4096, checkpoints: { storage: fsCheckpointStorage(join(dir, 'chk')) } });
