@@ -82,7 +82,7 @@ const CHUNK_ENTRIES = 131_072;
 /** What a task captured at a barrier: its keyed snapshot (released here once persisted) and its operator state. */
 export interface TaskState {
   keyed?: KeyedSnapshot;
-  operator?: Json | Promise<Json>;
+  operator?: Json | Promise<Json | undefined>;
 }
 
 /** What a task reports with its state, for the checkpoint's stats. */
@@ -336,7 +336,9 @@ export class CheckpointCoordinator {
         if (pending.aborted) return;
         const operator = (await state.operator) ?? undefined;
         let written: boolean;
-        if (state.keyed === undefined || range === undefined) written = await write(stateFileName(uid, subtask, undefined), null, { uid, operator });
+        // A task with nothing to save (a stateless sink, a union without records in flight) writes no file: one fsync
+        // less per checkpoint, and a restore finds no state for it, which is the same.
+        if (state.keyed === undefined || range === undefined) written = operator === undefined ? true : await write(stateFileName(uid, subtask, undefined), null, { uid, operator });
         else {
           const changes = pending.base ? state.keyed.materializeChangeChunks : undefined;
           const chunks = (changes ?? state.keyed.materializeChunks).call(state.keyed, this.options.chunkEntries ?? CHUNK_ENTRIES);

@@ -45,7 +45,7 @@ export interface TaskContext {
 /** What a task captures synchronously at a barrier: its keyed snapshot and its operator state (or a promise of it). */
 export interface SnapshotCapture {
   keyed?: KeyedSnapshot;
-  operator?: Json | Promise<Json>;
+  operator?: Json | Promise<Json | undefined>;
 }
 
 /** How long an operator with several inputs aligned, and how many records it held meanwhile. */

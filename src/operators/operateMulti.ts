@@ -86,10 +86,15 @@ export function operateMulti<R>(inputs: Flow<unknown>[], spec: MultiInputSpec<R>
                   const operatorState = handler.snapshotOperatorState?.();
                   return {
                     keyed: keyedSnapshot,
-                    operator: inFlight.then((records_) => ({
-                      state: operatorState ?? null,
-                      inFlight: records_.map(([input, value, timestamp]) => [input, records.encode(value) as Json, timestamp ?? null]),
-                    })),
+                    // Nothing to save (no state, no records in flight): no state file at all.
+                    operator: inFlight.then((records_) =>
+                      (operatorState ?? null) === null && records_.length === 0
+                        ? undefined
+                        : {
+                            state: operatorState ?? null,
+                            inFlight: records_.map(([input, value, timestamp]) => [input, records.encode(value) as Json, timestamp ?? null]),
+                          },
+                    ),
                   };
                 },
                 () => subscriber.next(barrier),
