@@ -67,12 +67,23 @@ export function checkStatePayload(value: unknown, uid: string, name: string): Op
   };
   checkGroups(keyed.keyGroups, 'entries', 3);
   if (keyed.removed !== undefined) checkGroups(keyed.removed, 'removals', 2);
-  // Unbucketed entries (format version 2), with the key-group range they lie in.
-  if (keyed.entries !== undefined || keyed.range !== undefined) {
+  // Unbucketed entries (format version 2), flat, with the key-group range they lie in.
+  if (keyed.flat !== undefined || keyed.flatNamespaced !== undefined || keyed.range !== undefined) {
     const range = keyed.range;
     const validRange = range === undefined || (Array.isArray(range) && range.length === 2 && isIndex(range[0]) && isIndex(range[1]) && range[0] <= range[1]);
-    if (!Array.isArray(keyed.entries) || !validRange) throw corrupt('its keyed entries are not a list with a key-group range [first, last]');
-    checkGroups([[range?.[0] ?? 0, keyed.entries]], 'unbucketed entries', 3);
+    if (!validRange) throw corrupt('its keyed entries have no key-group range [first, last]');
+    const checkFlat = (flat: unknown, field: string, stride: number) => {
+      if (flat === undefined) return;
+      if (!Array.isArray(flat) || flat.length % stride !== 0) throw corrupt(`its keyed ${field} is not a list of ${stride}-field entries`);
+      for (let i = 0; i < flat.length; i += stride) {
+        const state = flat[i];
+        if (!isIndex(state) || state >= states || (stride === 4 && typeof flat[i + 3] !== 'string')) {
+          throw corrupt(`entry #${i / stride} in its keyed ${field} is malformed or names an undeclared state`);
+        }
+      }
+    };
+    checkFlat(keyed.flat, 'flat entries', 3);
+    checkFlat(keyed.flatNamespaced, 'namespaced flat entries', 4);
   }
   return value as unknown as OperatorStatePayload;
 }

@@ -388,7 +388,7 @@ export class CheckpointCoordinator {
         last = Math.max(last, group);
       }
       // Unbucketed entries (a heap full snapshot) may be of any key group of their range.
-      if (chunk.entries !== undefined && chunk.entries.length > 0) {
+      if ((chunk.flat?.length ?? 0) > 0 || (chunk.flatNamespaced?.length ?? 0) > 0) {
         first = Math.min(first, chunk.range?.[0] ?? range.start);
         last = Math.max(last, chunk.range?.[1] ?? range.end);
       }

@@ -7,8 +7,8 @@ import { CheckpointCorruptedError } from '../core/errors';
  * length catches truncation and extension, the checksum catches corruption, and the kind catches a file of another
  * kind (or another program) in the wrong place.
  *
- * Version 2 is a state file whose keyed payload holds unbucketed `entries` (see `KeyedStatePayload.entries`), which a
- * version-1 reader would silently skip; every other file is still written as version 1. Both are read.
+ * Version 2 is a state file whose keyed payload holds unbucketed entries (`flat`, `flatNamespaced`, see
+ * `KeyedStatePayload`), which a version-1 reader would silently skip; every other file is still written as version 1. Both are read.
  */
 export const FORMAT_VERSION = 2;
 
@@ -30,8 +30,8 @@ const OLDEST_VERSION = 1;
 /** The version a payload needs: 2 for a state file with unbucketed keyed entries, 1 otherwise. */
 function versionOf(kind: FileKind, payload: unknown): number {
   if (kind !== 'state') return 1;
-  const keyed = (payload as { keyed?: { entries?: unknown } } | null)?.keyed;
-  return keyed?.entries === undefined ? 1 : 2;
+  const keyed = (payload as { keyed?: { flat?: unknown; flatNamespaced?: unknown } } | null)?.keyed;
+  return keyed?.flat === undefined && keyed?.flatNamespaced === undefined ? 1 : 2;
 }
 
 /**

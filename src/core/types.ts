@@ -159,7 +159,7 @@ export interface StateMeta {
 
 /**
  * The canonical, backend-independent form of a keyed snapshot: entries bucketed by key group (`keyGroups`), or for
- * a full snapshot possibly in no particular order (`entries`, each key's group computed only by a reader that must
+ * a full snapshot possibly in no particular order (`flat`, `flatNamespaced`, each key's group computed only by a reader that must
  * filter). Keys and values are already encoded (JSON-safe); `state` indexes into `states`. Every backend writes and
  * reads this shape, so state moves between backends and parallelisms. Read entries with `forEachPayloadEntry`
  * (src/state/payloadEntries.ts), which handles both forms.
@@ -179,11 +179,14 @@ export interface KeyedStatePayload {
   readonly removed?: [number, RemovedEntry[]][];
   /**
    * Entries not bucketed by key group, in no particular order (a heap backend's full snapshot writes its tables as
-   * they are: cheaper to produce and to encode). Each belongs to the key group of its key (`keyGroupOf`), which lies
-   * in `range`. A payload may hold both these and `keyGroups`; state files with them are format version 2.
+   * they are: cheaper to produce and to encode), flat with no array per entry: `state, encodedKey, encodedValue`
+   * triples for state not scoped to a namespace. Each belongs to the key group of its key (`keyGroupOf`), which lies
+   * in `range`. A payload may hold these, `flatNamespaced` and `keyGroups`; state files with them are format version 2.
    */
-  readonly entries?: SnapshotEntry[];
-  /** With `entries`: the key groups `[first, last]` they may belong to (the writing instance's range). */
+  readonly flat?: unknown[];
+  /** Like `flat`, for state scoped to a namespace (a window): `state, encodedKey, encodedValue, namespace` quadruples. */
+  readonly flatNamespaced?: unknown[];
+  /** With `flat` / `flatNamespaced`: the key groups `[first, last]` their entries may belong to (the writing instance's range). */
   readonly range?: [number, number];
 }
 
@@ -202,7 +205,7 @@ export interface KeyedSnapshot {
   /**
    * The payload in pieces, for state larger than memory: each piece holds whole key groups in ascending order and at
    * most about `maxEntries` entries; only a key group with more entries than that is spread over consecutive pieces.
-   * A backend may instead give pieces of at most `maxEntries` unbucketed `entries` (see `KeyedStatePayload.entries`).
+   * A backend may instead give pieces of at most `maxEntries` unbucketed entries (see `KeyedStatePayload.flat`).
    * Pieces are produced as the iterable is consumed, so the caller holds one at a time; an empty state yields none.
    * Releases the snapshot once iterated to the end.
    */

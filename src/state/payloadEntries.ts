@@ -11,11 +11,17 @@ export interface PayloadEntryOptions {
   readonly keyGroups?: boolean;
 }
 
+/** Number of unbucketed entries (`flat` and `flatNamespaced`, see `KeyedStatePayload`) of a payload. */
+export function unbucketedCount(payload: KeyedStatePayload): number {
+  return (payload.flat?.length ?? 0) / 3 + (payload.flatNamespaced?.length ?? 0) / 4;
+}
+
 /**
  * Visits the entries of a keyed payload whose key group lies in `options.range`, with their key group: bucketed
- * ones (`keyGroups`) first, then unbucketed ones (`entries`). The one way every reader of payloads (restores, the
- * State Processor API, the inspector, queries) sees entries, so that both forms are read alike. The key group of an
- * unbucketed entry is computed (its key hashed) only when the range does not cover the payload's or when asked for.
+ * ones (`keyGroups`) first, then unbucketed ones (`flat`, then `flatNamespaced`, each passed as a `SnapshotEntry`).
+ * The one way every reader of payloads (restores, the State Processor API, the inspector, queries) sees entries, so
+ * that all forms are read alike. The key group of an unbucketed entry is computed (its key hashed) only when the
+ * range does not cover the payload's or when asked for.
  */
 export function forEachPayloadEntry(
   payload: KeyedStatePayload,
@@ -27,26 +33,26 @@ export function forEachPayloadEntry(
     if (range !== undefined && (keyGroup < range.start || keyGroup > range.end)) continue;
     for (const entry of entries) visit(entry, keyGroup);
   }
-  const entries = payload.entries;
-  if (entries === undefined || entries.length === 0) return;
+  const flat = payload.flat ?? [];
+  const namespaced = payload.flatNamespaced ?? [];
+  if (flat.length === 0 && namespaced.length === 0) return;
   const own = payload.range;
   if (range !== undefined && own !== undefined && (own[1] < range.start || own[0] > range.end)) return;
   const covered = range === undefined || (own !== undefined && own[0] >= range.start && own[1] <= range.end);
-  if (covered && !options.keyGroups) {
-    for (let i = 0; i < entries.length; i++) visit(entries[i]!, -1);
-    return;
-  }
+  const hashing = !covered || options.keyGroups === true;
   const { maxParallelism } = options;
-  for (let i = 0; i < entries.length; i++) {
-    const entry = entries[i]!;
+  const emit = (entry: SnapshotEntry) => {
+    if (!hashing) return visit(entry, -1);
     const keyGroup = keyGroupOf(decodeKey(entry[1]), maxParallelism);
     if (covered || (keyGroup >= range!.start && keyGroup <= range!.end)) visit(entry, keyGroup);
-  }
+  };
+  for (let i = 0; i + 2 < flat.length; i += 3) emit([flat[i] as number, flat[i + 1], flat[i + 2]]);
+  for (let i = 0; i + 3 < namespaced.length; i += 4) emit([namespaced[i] as number, namespaced[i + 1], namespaced[i + 2], namespaced[i + 3] as string]);
 }
 
 /** Number of entries (bucketed and not) in a payload, removals left out. */
 export function payloadEntryCount(payload: KeyedStatePayload): number {
-  let count = payload.entries?.length ?? 0;
+  let count = unbucketedCount(payload);
   for (const [, entries] of payload.keyGroups) count += entries.length;
   return count;
 }

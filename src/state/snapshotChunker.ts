@@ -69,15 +69,31 @@ export class SnapshotChunker {
 /** `materialize` in terms of `materializeChunks`: everything in one payload (with the states even when empty). */
 export function wholePayload(states: StateMeta[], chunks: Iterable<KeyedStatePayload>): KeyedStatePayload {
   const keyGroups: KeyedStatePayload['keyGroups'] = [];
-  let entries: SnapshotEntry[] | undefined;
+  let flat: unknown[] | undefined;
+  let flatNamespaced: unknown[] | undefined;
   let range: [number, number] | undefined;
+  let unbucketed = false;
+  const append = (to: unknown[] | undefined, from: unknown[] | undefined) => {
+    if (from === undefined) return to;
+    if (to === undefined) return from;
+    for (let i = 0; i < from.length; i++) to.push(from[i]);
+    return to;
+  };
   for (const chunk of chunks) {
     for (const group of chunk.keyGroups) keyGroups.push(group);
-    if (chunk.entries === undefined) continue;
+    if (chunk.flat === undefined && chunk.flatNamespaced === undefined) continue;
     // Pieces with and without a range: the whole has none (readers then hash every key they filter).
-    range = entries === undefined ? chunk.range : range && chunk.range && [Math.min(range[0], chunk.range[0]), Math.max(range[1], chunk.range[1])];
-    if (entries === undefined) entries = chunk.entries;
-    else for (const entry of chunk.entries) entries.push(entry);
+    range = !unbucketed ? chunk.range : range && chunk.range && [Math.min(range[0], chunk.range[0]), Math.max(range[1], chunk.range[1])];
+    unbucketed = true;
+    flat = append(flat, chunk.flat);
+    flatNamespaced = append(flatNamespaced, chunk.flatNamespaced);
   }
-  return entries === undefined ? { states, keyGroups } : range === undefined ? { states, keyGroups, entries } : { states, keyGroups, entries, range };
+  if (!unbucketed) return { states, keyGroups };
+  return {
+    states,
+    keyGroups,
+    ...(flat === undefined ? {} : { flat }),
+    ...(flatNamespaced === undefined ? {} : { flatNamespaced }),
+    ...(range === undefined ? {} : { range }),
+  };
 }

@@ -214,16 +214,20 @@ function subtasksByKeyGroup(parallelism: number, maxParallelism: number): Uint32
   return subtaskOf;
 }
 
-/** One instance's keyed payload: its entries unbucketed (format version 2), state by state, in the order they were added. */
+/** One instance's keyed payload: its entries unbucketed and flat (format version 2), state by state, in the order they were added. */
 function keyedPayload(operator: OperatorDraft, subtask: number, range: { start: number; end: number }): KeyedStatePayload {
   const states = Array.from(operator.states.values());
-  const parts = states.map((state, position) => {
-    const entries = state.bySubtask[subtask] ?? [];
-    // Entries carry the state's index; should a position ever differ from it, they are renumbered.
-    return state.index === position ? entries : entries.map(([, key, value, namespace]): SnapshotEntry => (namespace === undefined ? [position, key, value] : [position, key, value, namespace]));
+  const flat: unknown[] = [];
+  const flatNamespaced: unknown[] = [];
+  states.forEach((state, position) => {
+    // Entries are written at their state's position in `states` (should it ever differ from their index).
+    for (const [, key, value, namespace] of state.bySubtask[subtask] ?? []) {
+      if (namespace === undefined) flat.push(position, key, value);
+      else flatNamespaced.push(position, key, value, namespace);
+    }
   });
-  const entries = parts.length === 1 ? parts[0]! : parts.flat(1);
-  return { states: states.map((state) => state.meta), keyGroups: [], entries, range: [range.start, range.end] };
+  const payload: KeyedStatePayload = { states: states.map((state) => state.meta), keyGroups: [], flat, range: [range.start, range.end] };
+  return flatNamespaced.length === 0 ? payload : { ...payload, flatNamespaced };
 }
 
 /** Adds a saved keyed payload's entries to an operator draft, by state, split by the subtask owning their key group. */

@@ -291,7 +291,7 @@ class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
   }
 
   /**
-   * The snapshot's payloads: unbucketed `entries` in table order (a full snapshot restores whole instances, so the key
+   * The snapshot's payloads: unbucketed entries (`flat`, `flatNamespaced`) in table order (a full snapshot restores whole instances, so the key
    * groups are computed only by a reader that filters, see `forEachPayloadEntry`), at most `maxEntries` a piece. The
    * tables are walked at once for references (what the snapshot sees; processing goes on between pieces), and
    * values are encoded one piece at a time, so the encoded form of the whole state never exists at once.
@@ -321,10 +321,20 @@ class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
         }
         return compacted[0]?.entries ?? [];
       });
-      let entries: SnapshotEntry[] = [];
+      // Flat, no array per entry: state, key, value triples; with a namespace, quadruples apart.
+      let flat: unknown[] = [];
+      let namespaced: unknown[] = [];
+      let count = 0;
       const take = (): KeyedStatePayload => {
-        const payload: KeyedStatePayload = { states, keyGroups: [], entries, range };
-        entries = [];
+        const payload: KeyedStatePayload =
+          namespaced.length === 0
+            ? { states, keyGroups: [], flat, range }
+            : flat.length === 0
+              ? { states, keyGroups: [], flatNamespaced: namespaced, range }
+              : { states, keyGroups: [], flat, flatNamespaced: namespaced, range };
+        flat = [];
+        namespaced = [];
+        count = 0;
         return payload;
       };
       for (let source = 0; source < tables.length; source++) {
@@ -336,18 +346,20 @@ class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
         for (let i = 0; i < refs.length; i += 2) {
           const key = encodeKey(refs[i] as Key);
           const value = serializer.encode(refs[i + 1]);
-          entries.push(namespace === '' ? [state, key, value] : [state, key, value, namespace]);
-          if (entries.length >= maxEntries) yield take();
+          if (namespace === '') flat.push(state, key, value);
+          else namespaced.push(state, key, value, namespace);
+          if (++count >= maxEntries) yield take();
         }
       }
       for (let index = 0; index < restored.length; index++) {
         const state = pendingStates[index]!;
         for (const [, key, value, namespace] of restored[index]!) {
-          entries.push(namespace === undefined || namespace === '' ? [state, key, value] : [state, key, value, namespace]);
-          if (entries.length >= maxEntries) yield take();
+          if (namespace === undefined || namespace === '') flat.push(state, key, value);
+          else namespaced.push(state, key, value, namespace);
+          if (++count >= maxEntries) yield take();
         }
       }
-      if (entries.length > 0) yield take();
+      if (count > 0) yield take();
     } finally {
       release();
     }

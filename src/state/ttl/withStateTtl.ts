@@ -12,6 +12,7 @@ import type {
   StateDescriptor,
 } from '../../core/types';
 import { checkSameRegistration } from '../stateChecks';
+import { unbucketedCount } from '../payloadEntries';
 import { isExpired, resolveTtl, sameTtl, ttlNow, type ResolvedTtl } from './ttlConfig';
 import { storedDescriptor, type Stamped } from './ttlDescriptor';
 import { TtlAggregatingState, TtlListState, TtlMapState, TtlReducingState, TtlValueState, type TtlScope } from './ttlStates';
@@ -171,7 +172,7 @@ class TtlKeyedStateBackend implements KeyedStateBackend {
       *materializeChunks(maxEntries) {
         for (const chunk of snapshot.materializeChunks(maxEntries)) {
           const kept = filter(chunk);
-          if (kept.keyGroups.length > 0 || (kept.entries?.length ?? 0) > 0) yield kept;
+          if (kept.keyGroups.length > 0 || unbucketedCount(kept) > 0) yield kept;
         }
       },
       release: () => snapshot.release(),
@@ -266,8 +267,26 @@ function withoutExpired(payload: KeyedStatePayload, filtered: ReadonlyMap<string
     const kept = live(entries);
     if (kept.length > 0) keyGroups.push([keyGroup, kept]);
   }
-  // Unbucketed entries (see `forEachPayloadEntry`) are filtered alike, keeping their range.
-  return payload.entries === undefined ? { ...payload, keyGroups } : { ...payload, keyGroups, entries: live(payload.entries) };
+  // Unbucketed entries (flat, see `forEachPayloadEntry`) are filtered alike, keeping their range.
+  const liveFlat = (flat: readonly unknown[], stride: number) => {
+    const kept: unknown[] = [];
+    for (let i = 0; i < flat.length; i += stride) {
+      const index = flat[i] as number;
+      const state = byIndex[index];
+      let value = flat[i + 2];
+      if (state !== undefined) {
+        value = liveEncoded(state.entry, payload.states[index]!.serializerVersion, value, state.now);
+        if (value === undefined) continue;
+      }
+      kept.push(index, flat[i + 1], value);
+      if (stride === 4) kept.push(flat[i + 3]);
+    }
+    return kept;
+  };
+  let kept: KeyedStatePayload = { ...payload, keyGroups };
+  if (payload.flat !== undefined) kept = { ...kept, flat: liveFlat(payload.flat, 3) };
+  if (payload.flatNamespaced !== undefined) kept = { ...kept, flatNamespaced: liveFlat(payload.flatNamespaced, 4) };
+  return kept;
 }
 
 /**
