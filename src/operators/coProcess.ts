@@ -2,8 +2,8 @@ import { SideOutputElement } from '../core/elements';
 import { NoKeyedContextError } from '../core/errors';
 import { KeyedFlow, type Flow } from '../core/flow';
 import type { KeySelector, TaskContext } from '../core/graph';
-import type { Key, KeyedStateBackend, StateDescriptor } from '../core/types';
-import { TimerService, type TimeDomain } from '../time/timerService';
+import type { Json, Key, KeyedStateBackend, StateDescriptor } from '../core/types';
+import { TimerService, savedTimers, type TimeDomain } from '../time/timerService';
 import type { ConnectedFlows } from './connect';
 import { operateMulti, restoredStates, type MultiInputHandler } from './operateMulti';
 import type { Output, ProcessContext, TimerContext, Timers } from './process';
@@ -36,7 +36,7 @@ export function coProcess<A, B, R>(fn: CoProcessFunction<A, B, R>, options: { ui
       uid: options.uid,
       keySelectors,
       setup(task, emit, fail, backend) {
-        const { ctx, out, service } = keyedContext<R>(task, emit, fail, backend, restoredStates(task).map((state) => (state as { timers?: unknown }).timers), (time) => fn.onTimer?.(time, ctx as TimerContext, out), 'coProcess');
+        const { ctx, out, service } = keyedContext<R>(task, emit, fail, backend, savedTimers(restoredStates(task)), (time) => fn.onTimer?.(time, ctx as TimerContext, out), 'coProcess');
         const handler: MultiInputHandler = {
           onRecord(input, value) {
             if (input === 0) fn.onElement1(value as A, ctx, out);
@@ -62,8 +62,8 @@ export function keyedContext<R>(
   emit: (value: R) => void,
   fail: (error: unknown) => void,
   backend: KeyedStateBackend | undefined,
-  /** Timers saved by every instance of the operator; this instance keeps those of its key groups. */
-  savedTimers: unknown[],
+  /** Timers saved by every instance of the operator (`savedTimers`); this instance keeps those of its key groups. */
+  saved: Json[],
   onTimer: (time: number) => void,
   kind: string,
 ): { ctx: ProcessContext; out: Output<R>; service: TimerService | undefined } {
@@ -83,8 +83,7 @@ export function keyedContext<R>(
         }
       })
     : undefined;
-  const timers_ = savedTimers.filter((timers) => timers !== undefined);
-  if (service && timers_.length > 0) service.restore(timers_ as never[], task.maxParallelism, task.keyGroupRange);
+  if (service && saved.length > 0) service.restore(saved, task.maxParallelism, task.keyGroupRange);
   const noKey = (): never => {
     throw new NoKeyedContextError(`operator '${task.uid}': keyed state and timers need keyed inputs; put keyBy before ${kind}`);
   };

@@ -3,7 +3,8 @@ import { KeyedFlow, type Flow } from '../core/flow';
 import type { KeySelector } from '../core/graph';
 import { mapState } from '../state/descriptors';
 import { keyedContext } from './coProcess';
-import { operateMulti, restoredState, restoredStates } from './operateMulti';
+import { savedTimers } from '../time/timerService';
+import { operateMulti, restoredStates } from './operateMulti';
 import type { TimerContext } from './process';
 
 export interface IntervalJoinOptions<A, B, R> {
@@ -38,8 +39,7 @@ export function intervalJoin<A, B, R>(left: Flow<A>, right: Flow<B>, options: In
     keySelectors: [left.keySelector as KeySelector<unknown>, right.keySelector as KeySelector<unknown>],
     setup(task, emit, fail, backend) {
       const record = task.record;
-      const saved = restoredState(task) as { timers?: unknown } | undefined;
-      const { ctx, service } = keyedContext<R>(task, emit, fail, backend, restoredStates(task).map((state) => (state as { timers?: unknown } | null)?.timers), (time) => cleanUp(time, ctx as TimerContext), 'intervalJoin');
+      const { ctx, service } = keyedContext<R>(task, emit, fail, backend, savedTimers(restoredStates(task)), (time) => cleanUp(time, ctx as TimerContext), 'intervalJoin');
       const lefts = backend!.getState(leftBuffer);
       const rights = backend!.getState(rightBuffer);
       const emitPair = (a: A, b: B, timestamp: number) => {

@@ -1,5 +1,5 @@
 import { Observable } from 'rxjs';
-import { BarrierAligner, type InFlightRecord } from '../checkpoint/barrierAligner';
+import { BarrierAligner } from '../checkpoint/barrierAligner';
 import { CancelCheckpointMarker, Watermark, WATERMARK_ACTIVE, WATERMARK_IDLE, type StreamElement } from '../core/elements';
 import { JobDefinitionError } from '../core/errors';
 import { Flow } from '../core/flow';

@@ -4,7 +4,7 @@ import { KeyedFlow } from '../core/flow';
 import { NoKeyedContextError } from '../core/errors';
 import type { Json, Key, ListState, StateDescriptor } from '../core/types';
 import { OperatorStateStore, type OperatorStateOptions } from '../state/operatorStateStore';
-import type { TimeDomain } from '../time/timerService';
+import { savedTimers, type TimeDomain } from '../time/timerService';
 import { keyedContext } from './coProcess';
 import type { ProcessWindowFunction } from '../windows/windowFunction';
 import { WindowedFlow } from '../windows/windowedFlow';
@@ -151,8 +151,7 @@ function nonKeyedProcess<T, R>(input: Flow<T>, fn: ProcessFunction<T, R>, option
 
 function keyedProcess<T, R>(input: KeyedFlow<T>, fn: ProcessFunction<T, R>, uid: string | undefined, parallelism: number | undefined): Flow<R> {
   return keyedOperate<T, R>(input, 'process', uid, (backend, emit, task, fail) => {
-    const saved = task.restoredOperatorStates.map((state) => (state as { timers?: unknown }).timers);
-    const { ctx, out, service } = keyedContext<R>(task, emit, fail, backend, saved, (time) => fn.onTimer?.(time, ctx as TimerContext, out), 'process');
+    const { ctx, out, service } = keyedContext<R>(task, emit, fail, backend, savedTimers(task.restoredOperatorStates), (time) => fn.onTimer?.(time, ctx as TimerContext, out), 'process');
     return {
       onRecord: (value) => fn.onElement(value, ctx, out),
       onWatermark(watermark: Watermark, forward: () => void) {

@@ -5,6 +5,7 @@ import type { Json, MapState, StateDescriptor } from '../core/types';
 import { BroadcastFlow } from './broadcast';
 import { keyedContext } from './coProcess';
 import type { ConnectedFlows } from './connect';
+import { savedTimers } from '../time/timerService';
 import { operateMulti, restoredState, restoredStates } from './operateMulti';
 import type { Output, ProcessContext, TimerContext } from './process';
 
@@ -70,7 +71,7 @@ export function processBroadcast<T, B, R>(fn: BroadcastProcessFunction<T, B, R>,
           }
           return map;
         };
-        const { ctx, out, service } = keyedContext<R>(task, emit, fail, backend, restoredStates(task).map((state) => (state as { timers?: unknown } | null)?.timers), (time) => fn.onTimer?.(time, ctx as TimerContext, out), 'processBroadcast');
+        const { ctx, out, service } = keyedContext<R>(task, emit, fail, backend, savedTimers(restoredStates(task)), (time) => fn.onTimer?.(time, ctx as TimerContext, out), 'processBroadcast');
         const keyedCtx = Object.create(ctx, {
           broadcastState: { value: (descriptor: MapDescriptor) => readOnly(mapOf(descriptor)) },
         }) as KeyedBroadcastContext;

@@ -2,7 +2,7 @@ import { checkStatePayload } from '../checkpoint/checkPayloads';
 import { decodeFile } from '../checkpoint/fileFormat';
 import { checkMetadata } from '../checkpoint/loadCheckpoint';
 import { METADATA_FILE, type CheckpointMetadata, type OperatorRole, type OperatorStatePayload } from '../checkpoint/layout';
-import { CheckpointCorruptedError, CheckpointNotFoundError } from '../core/errors';
+import { CheckpointNotFoundError } from '../core/errors';
 import type { CheckpointStorage, Json, Key, KeyedStatePayload, Serializer, StateDescriptor, StateKind, StateMeta } from '../core/types';
 import { decodeKey } from '../state/keyCodec';
 import { forEachPayloadEntry } from '../state/payloadEntries';

@@ -6,6 +6,17 @@ import { TimerQueue } from './timerQueue';
 
 export type TimeDomain = 'event-time' | 'processing-time';
 
+/**
+ * The timer snapshots among the operator states every instance of an operator saved (a rescaled instance takes those
+ * of its key groups from all of them); states without timers, or none at all, are skipped.
+ */
+export function savedTimers(states: readonly unknown[]): Json[] {
+  return states.flatMap((state) => {
+    const timers = (state as { timers?: Json } | null | undefined)?.timers;
+    return timers === undefined ? [] : [timers];
+  });
+}
+
 /** Called for each timer that fires, with its key already current in the state backend. */
 export type TimerCallback = (domain: TimeDomain, time: number, key: Key, namespace: string) => void;
 

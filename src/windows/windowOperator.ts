@@ -6,11 +6,11 @@ import { keyedOperate } from '../operators/keyedOperate';
 import type { Output } from '../operators/process';
 import { listState, valueState } from '../state/descriptors';
 import { jsonSerializer } from '../state/serializers';
-import { TimerService, type TimeDomain } from '../time/timerService';
+import { TimerService, savedTimers, type TimeDomain } from '../time/timerService';
 import { timeWindow, windowOfId } from './timeWindow';
 import type { ProcessWindowFunction, WindowContents, WindowContext } from './windowFunction';
 import type { WindowedFlow } from './windowedFlow';
-import type { Trigger, TriggerContext, TriggerResult, TriggerState, Window } from './windowTypes';
+import type { TriggerContext, TriggerResult, TriggerState, Window } from './windowTypes';
 
 /** The side output tag late records go to; read it with `lateData()`. */
 export const LATE_DATA = 'late-data';
@@ -53,7 +53,7 @@ export function windowOperator<T, R>(
       }
     });
     // Timers of every instance that saved some: this one keeps those of its key groups (rescaling).
-    const saved = task.restoredOperatorStates.flatMap((state) => ((state as { timers?: never }).timers === undefined ? [] : [(state as { timers: never }).timers]));
+    const saved = savedTimers(task.restoredOperatorStates);
     if (saved.length > 0) timers.restore(saved, task.maxParallelism, task.keyGroupRange);
 
     let currentKey: Key = '';
