@@ -154,6 +154,8 @@ export class CheckpointCoordinator {
   private retained: number[] = [];
   /** A metadata write still in flight after its checkpoint was aborted; a restore waits for it. */
   private settling: Promise<void> = Promise.resolve();
+  /** Removal of the checkpoints the latest completed one subsumed, running behind it (one removal at a time). */
+  private retiring: Promise<void> = Promise.resolve();
   private consecutiveFailures = 0;
   /**
    * Where the next incremental checkpoint builds on; undefined when the next one must be full: at the start of an
@@ -241,9 +243,13 @@ export class CheckpointCoordinator {
     );
   }
 
-  /** Resolves once no aborted checkpoint can still become complete, so that a restore sees the final state. */
-  settled(): Promise<void> {
-    return this.settling;
+  /**
+   * Resolves once no aborted checkpoint can still become complete, so that a restore sees the final state, and the
+   * checkpoints subsumed so far are removed.
+   */
+  async settled(): Promise<void> {
+    await this.settling;
+    await this.retiring;
   }
 
   /**
@@ -462,7 +468,10 @@ export class CheckpointCoordinator {
       pending.reject(error);
       return;
     }
-    if (!savepoint) await this.applyRetention();
+    // As in Flink, subsumed checkpoints are discarded after the new one is reported complete, not before: their
+    // removal (a storage round trip per directory) is not part of a checkpoint's latency. A removal that fails
+    // leaves the directories in place, and the next one, which removes every id below the oldest retained, retries them.
+    if (!savepoint) this.retiring = this.retiring.then(() => this.applyRetention()).catch(() => undefined);
     pending.resolve(stats);
   }
 

@@ -48,6 +48,12 @@ describe('indexedDbCheckpointStorage', () => {
     expect(text(read)).toBe('234');
   });
 
+  it('reads files stored as Uint8Array values (before files were stored as blobs)', async () => {
+    const dbName = freshDbName();
+    await set('job/chk-1/_metadata', bytes('older'), createStore(dbName, 'files'));
+    expect(text(await indexedDbCheckpointStorage({ dbName }).read('job/chk-1/_metadata'))).toBe('older');
+  });
+
   it('rejects a value it did not write with CheckpointCorruptedError', async () => {
     const dbName = freshDbName();
     await set('job/chk-1/_metadata', { not: 'bytes' }, createStore(dbName, 'files'));
