@@ -16,7 +16,7 @@ export { keyBy } from './operators/keyBy';
 export { reduce, type StatefulOperatorOptions } from './operators/reduce';
 export { fold } from './operators/fold';
 export { aggregate } from './operators/aggregate';
-export { process, type ProcessFunction, type ProcessContext, type Output } from './operators/process';
+export { process, type ProcessFunction, type ProcessContext, type Output, type ProcessOptions } from './operators/process';
 
 export { fromArray } from './sources/fromArray';
 export { fromIterable } from './sources/fromIterable';

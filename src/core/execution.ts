@@ -55,7 +55,7 @@ export class Execution {
   private ended = false;
 
   constructor(private readonly options: ExecutionOptions) {
-    this.queryable = new QueryableStateRegistry(options.graph.jobName);
+    this.queryable = new QueryableStateRegistry(options.graph.jobName, options.maxParallelism);
     this.done = new Promise<void>((resolve, reject) => ((this.resolveDone = resolve), (this.rejectDone = reject)));
     // The caller may never look at `done` of an attempt that failed during setup; its error reaches it via `start`.
     this.done.catch(() => undefined);
@@ -214,7 +214,7 @@ export class Execution {
       maxParallelism,
       keyGroupRange: range,
       restoredOperatorState: saved?.operators[0],
-      keyedBackend: () => (backend ??= this.restoredBackends.get(taskId(node.uid, index)) ?? this.createKeyedBackend(node.uid, range)),
+      keyedBackend: () => (backend ??= this.openKeyedBackend(node, index, range)),
       snapshot: (barrier, capture, forward, alignment) => {
         const started = performance.now();
         const { keyed, operator } = capture();
@@ -250,19 +250,31 @@ export class Execution {
     };
   }
 
+  /**
+   * A subtask's keyed backend, restored if the checkpoint has state for it, with the states its operator declares
+   * registered before any record, as Flink operators register their state in `open()`: a declared queryable state
+   * answers queries from the start, and a restored one holds its values before the operator uses it again.
+   */
+  private openKeyedBackend(node: GraphNode, index: number, range: KeyGroupRange): KeyedStateBackend {
+    const backend = this.restoredBackends.get(taskId(node.uid, index)) ?? this.createKeyedBackend(node.uid, range);
+    // After the restore: a state registered first would not take the restored entries.
+    for (const descriptor of node.states ?? []) backend.getState(descriptor);
+    return backend;
+  }
+
   /** A subtask's keyed backend, registered for queries and disposed with the attempt. */
   private createKeyedBackend(uid: string, range: KeyGroupRange): KeyedStateBackend {
     const { stateBackend, maxParallelism } = this.options;
-    const backend: KeyedStateBackend = stateBackend.createKeyedBackend({
+    const backend = stateBackend.createKeyedBackend({
       uid,
       maxParallelism,
       keyGroupRange: range,
       clock: this.stateClock(uid),
-      onStateRegistered: (descriptor) => this.queryable.register(uid, descriptor, backend),
+      onStateRegistered: (descriptor) => this.queryable.register(uid, descriptor),
       trackChanges: this.options.coordinator?.incremental,
     });
     this.backends.push(backend);
-    this.queryable.addBackend(uid, backend);
+    this.queryable.addBackend(uid, range, backend);
     return backend;
   }
 

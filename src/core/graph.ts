@@ -2,7 +2,7 @@ import type { Observable } from 'rxjs';
 import type { CheckpointMode } from '../checkpoint/barrierAligner';
 import type { OperatorRole } from '../checkpoint/layout';
 import type { CheckpointBarrier, OperatorWatermark, RecordTimestamp, StreamElement } from './elements';
-import type { Json, KeyGroupRange, KeyedSnapshot, KeyedStateBackend, Key, Scheduler, Sink, Source } from './types';
+import type { AnyStateDescriptor, Json, KeyGroupRange, KeyedSnapshot, KeyedStateBackend, Key, Scheduler, Sink, Source } from './types';
 
 /** What a node's runtime gets from the job for one attempt: its identity, state and the checkpoint hooks. */
 export interface TaskContext {
@@ -64,6 +64,8 @@ export interface GraphNode {
   readonly inputs: readonly GraphNode[];
   /** Parallel instances (keyed operators), each owning a contiguous range of key groups; 1 by default. */
   readonly parallelism?: number;
+  /** Keyed states the operator declares up front (`process(fn, { states })`), registered as each instance starts. */
+  readonly states?: readonly AnyStateDescriptor[];
   readonly source?: Source<unknown>;
   readonly sink?: Sink<unknown>;
   /** Builds the node's observable for one attempt from its inputs' (not used for sources, which the job drives). */

@@ -78,8 +78,10 @@ export class RunningJob implements QueryableStateReader {
   /**
    * The current value of a queryable state for a key (a copy; an aggregating state's result), or `undefined` when
    * the key holds none. Waits while the job starts or restarts. `asOf` reads a completed, retained checkpoint.
+   * A state is queryable from the start when its operator lists it in `states`, else once the operator first uses it.
    * @example
    * const count = valueState<number>('count', { queryable: 'clicks-per-user' });
+   * clicks.pipe(keyBy((c) => c.user), process(countClicks, { uid: 'count', states: [count] }));
    * await running.query<number>('clicks-per-user', 'ada');                 // live
    * await running.query<number>('clicks-per-user', 'ada', { asOf: 3 });    // as of checkpoint 3
    */
@@ -98,7 +100,10 @@ export class RunningJob implements QueryableStateReader {
     return this.queries.queryKeys(name, options);
   }
 
-  /** The queryable states registered so far (a state registers when its operator first uses it). */
+  /**
+   * The queryable states registered so far: those listed in their operator's `states` from the start, the others
+   * once their operator first uses them.
+   */
   queryableStates(): QueryableStateInfo[] {
     return this.queries.queryableStates();
   }
@@ -234,6 +239,8 @@ export class RunningJob implements QueryableStateReader {
       this.queries.end();
       this.ended = true;
       stopTimer();
+      // Subsumed checkpoints are removed in the background: done before the directory is given up.
+      await setup.coordinator?.settled();
       // Released before `done` settles, so that a job started right after this one ended finds the directory free.
       await lock?.release().catch(() => undefined);
     }

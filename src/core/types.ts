@@ -70,6 +70,13 @@ export interface StateDescriptor<S, STORED = unknown> {
 }
 
 /**
+ * A state descriptor of any kind and stored type, as in a list of the states an operator declares.
+ * @example const declared: AnyStateDescriptor[] = [valueState<number>('count'), mapState<string, Date>('pages')];
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- any stored type: the list mixes kinds
+export type AnyStateDescriptor = StateDescriptor<unknown, any>;
+
+/**
  * State time-to-live (Flink's StateTtlConfig). A value expires once `lastAccess + ttl <= now`; value, reducing and
  * aggregating state expire as a whole, list and map state per element and per entry.
  */

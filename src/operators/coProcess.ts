@@ -6,7 +6,8 @@ import type { Json, Key, KeyedStateBackend, StateDescriptor } from '../core/type
 import { TimerService, savedTimers, type TimeDomain } from '../time/timerService';
 import type { ConnectedFlows } from './connect';
 import { operateMulti, restoredStates, type MultiInputHandler } from './operateMulti';
-import type { Output, ProcessContext, TimerContext, Timers } from './process';
+import { checkStates } from './keyedOperate';
+import type { Output, ProcessContext, ProcessOptions, TimerContext, Timers } from './process';
 
 /** Flink's (Keyed)CoProcessFunction: one method per input, sharing keyed state and timers. */
 export interface CoProcessFunction<A, B, R> {
@@ -25,7 +26,7 @@ export interface CoProcessFunction<A, B, R> {
  *   onElement2(w, ctx, out) { if (!ctx.state(seen).value()) out.emit(w); },
  * }, { uid: 'filter-words' }))
  */
-export function coProcess<A, B, R>(fn: CoProcessFunction<A, B, R>, options: { uid?: string } = {}): (connected: ConnectedFlows<A, B>) => Flow<R> {
+export function coProcess<A, B, R>(fn: CoProcessFunction<A, B, R>, options: Pick<ProcessOptions, 'uid' | 'states'> = {}): (connected: ConnectedFlows<A, B>) => Flow<R> {
   return (connected) => {
     const { first, second } = connected;
     const secondFlow = second as Flow<B>;
@@ -35,6 +36,7 @@ export function coProcess<A, B, R>(fn: CoProcessFunction<A, B, R>, options: { ui
       kind: 'coProcess',
       uid: options.uid,
       keySelectors,
+      states: checkStates('coProcess', options.states, keySelectors !== undefined),
       setup(task, emit, fail, backend) {
         const { ctx, out, service } = keyedContext<R>(task, emit, fail, backend, savedTimers(restoredStates(task)), (time) => fn.onTimer?.(time, ctx as TimerContext, out), 'coProcess');
         const handler: MultiInputHandler = {

@@ -2,7 +2,7 @@ import { JobDefinitionError } from '../core/errors';
 import type { Flow } from '../core/flow';
 import type { TaskContext } from '../core/graph';
 import { keyGroupOf } from '../core/keyGroups';
-import type { Json, Key, KeyedStateBackend } from '../core/types';
+import type { AnyStateDescriptor, Json, Key, KeyedStateBackend } from '../core/types';
 import { checkKey } from '../state/keyCodec';
 import { operate, requireKeyed, type OperatorHandler } from './operate';
 
@@ -16,6 +16,8 @@ export interface KeyedOperatorOptions {
   timestamped?: boolean;
   /** Parallel instances, each with its own state backend over its range of key groups (default 1). */
   parallelism?: number;
+  /** Keyed states the operator declares, registered in each instance's backend before any record. */
+  states?: readonly AnyStateDescriptor[];
 }
 
 /** Checks a `parallelism` option against the job's key groups. */
@@ -23,6 +25,24 @@ export function checkParallelism(kind: string, parallelism: number | undefined):
   const value = parallelism ?? 1;
   if (!(Number.isInteger(value) && value >= 1)) throw new JobDefinitionError(`${kind}: parallelism must be an integer ≥ 1, got ${value}`);
   return value;
+}
+
+/**
+ * Checks a `states` option: an array of state descriptors, given to an operator whose function has keyed state
+ * (`ctx.state`). Undefined when not given.
+ */
+export function checkStates(kind: string, states: unknown, keyed: boolean): readonly AnyStateDescriptor[] | undefined {
+  if (states === undefined) return undefined;
+  if (!keyed) {
+    throw new JobDefinitionError(
+      `${kind}: states lists keyed state, which only a function on a keyed flow (not a window) reads with ctx.state; put keyBy before ${kind}, or leave states out`,
+    );
+  }
+  const isDescriptor = (state: unknown) => typeof (state as AnyStateDescriptor | null)?.name === 'string' && typeof (state as AnyStateDescriptor).kind === 'string';
+  if (!Array.isArray(states) || !states.every(isDescriptor)) {
+    throw new JobDefinitionError(`${kind}: states must be an array of state descriptors (valueState(…), mapState(…), …)`);
+  }
+  return states;
 }
 
 /**
@@ -55,6 +75,7 @@ export function keyedOperate<T, R>(
     stateful: true,
     parallelism,
     timestamped: options.timestamped,
+    states: options.states,
     setup(task, emit, fail) {
       const instances = Array.from({ length: parallelism }, (_, index) => {
         const subtask = parallelism === 1 ? task : task.subtask(index);

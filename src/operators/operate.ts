@@ -3,6 +3,7 @@ import { CheckpointBarrier, ControlElement, SideOutputElement, Watermark, type S
 import { JobDefinitionError } from '../core/errors';
 import { Flow, KeyedFlow } from '../core/flow';
 import type { TaskContext } from '../core/graph';
+import type { AnyStateDescriptor } from '../core/types';
 
 /** How an operator handles elements for one attempt; everything but `onRecord` is optional. */
 export interface OperatorHandler<T> {
@@ -26,6 +27,8 @@ export interface OperatorSpec<T, R> {
   timestamped?: boolean;
   /** Parallel instances of a keyed operator (each acknowledges checkpoints on its own). */
   parallelism?: number;
+  /** Keyed states the operator declares, registered in each instance's backend before any record. */
+  states?: readonly AnyStateDescriptor[];
   /**
    * Called once per attempt when the operator is subscribed; `emit` sends a record downstream, `fail` fails the
    * attempt from callbacks that run outside record processing (timers).
@@ -45,6 +48,7 @@ export function operate<T, R>(input: Flow<T>, spec: OperatorSpec<T, R>): Flow<R>
     role: 'operator',
     stateful: spec.stateful ?? false,
     parallelism: spec.parallelism,
+    states: spec.states,
     inputs: [input.node],
     build: (task, [upstream]) =>
       new Observable<StreamElement<unknown>>((subscriber) => {

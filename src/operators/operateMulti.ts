@@ -4,7 +4,7 @@ import { CancelCheckpointMarker, Watermark, WATERMARK_ACTIVE, WATERMARK_IDLE, ty
 import { JobDefinitionError } from '../core/errors';
 import { Flow } from '../core/flow';
 import type { KeySelector, TaskContext } from '../core/graph';
-import type { Json, KeyedSnapshot, KeyedStateBackend } from '../core/types';
+import type { AnyStateDescriptor, Json, KeyedSnapshot, KeyedStateBackend } from '../core/types';
 import { checkKey } from '../state/keyCodec';
 import { autoSerializer } from '../state/serializers';
 
@@ -25,6 +25,8 @@ export interface MultiInputSpec<R> {
   /** The key selector of each input, for keyed operators (`connect` of keyed flows, joins). */
   keySelectors?: (KeySelector<unknown> | undefined)[];
   timestamped?: boolean;
+  /** Keyed states the operator declares, registered in its backend before any record (keyed operators only). */
+  states?: readonly AnyStateDescriptor[];
   setup(task: TaskContext, emit: (value: R) => void, fail: (error: unknown) => void, backend: KeyedStateBackend | undefined): MultiInputHandler;
 }
 
@@ -49,6 +51,7 @@ export function operateMulti<R>(inputs: Flow<unknown>[], spec: MultiInputSpec<R>
     role: 'operator',
     // Stateful even without state of its own: an unaligned checkpoint saves the records in flight here.
     stateful: true,
+    states: spec.states,
     inputs: inputs.map((input) => input.node),
     build: (task, upstreams) =>
       new Observable<StreamElement<unknown>>((subscriber) => {

@@ -2,14 +2,14 @@ import { SideOutputElement, type Watermark } from '../core/elements';
 import type { Flow } from '../core/flow';
 import { KeyedFlow } from '../core/flow';
 import { NoKeyedContextError } from '../core/errors';
-import type { Json, Key, ListState, StateDescriptor } from '../core/types';
+import type { AnyStateDescriptor, Json, Key, ListState, StateDescriptor } from '../core/types';
 import { OperatorStateStore, type OperatorStateOptions } from '../state/operatorStateStore';
 import { savedTimers, type TimeDomain } from '../time/timerService';
 import { keyedContext } from './coProcess';
 import type { ProcessWindowFunction } from '../windows/windowFunction';
 import { WindowedFlow } from '../windows/windowedFlow';
 import { windowOperator } from '../windows/windowOperator';
-import { checkParallelism, keyedOperate } from './keyedOperate';
+import { checkParallelism, checkStates, keyedOperate } from './keyedOperate';
 import { operate } from './operate';
 import type { OutputTag } from './sideOutput';
 
@@ -63,6 +63,23 @@ export interface ProcessFunction<T, R> {
   onTimer?(time: number, ctx: TimerContext, out: Output<R>): void;
 }
 
+/** Options of `process`. */
+export interface ProcessOptions {
+  uid?: string;
+  /**
+   * Parallel instances. On a keyed flow each owns a range of key groups (the job's `parallelism` by default); on
+   * other flows records go to the instances in turn (round-robin), each with its own operator state (1 by default).
+   */
+  parallelism?: number;
+  /**
+   * The keyed states the function uses, registered when the operator starts, before its first record, as Flink
+   * registers state in `open()` (keyed flows only). Optional, since `ctx.state` registers a state on first use; but a
+   * `queryable` state listed here answers `running.query` from the start (`undefined` for a key without a value)
+   * and, after a restore, with its restored values before the operator uses it again.
+   */
+  states?: readonly AnyStateDescriptor[];
+}
+
 /**
  * The lowest-level operator: calls `onElement` for every record with the key's state and timers at hand, and emits
  * whatever the function sends to `out`. After `keyBy` its state is per key; on other flows `ctx.state` and timers are
@@ -77,26 +94,17 @@ export interface ProcessFunction<T, R> {
  *   },
  * }, { uid: 'milestones' }))
  */
-/** Options of `process`. */
-export interface ProcessOptions {
-  uid?: string;
-  /**
-   * Parallel instances. On a keyed flow each owns a range of key groups (the job's `parallelism` by default); on
-   * other flows records go to the instances in turn (round-robin), each with its own operator state (1 by default).
-   */
-  parallelism?: number;
-}
-
 export function process<T, R>(fn: ProcessWindowFunction<T, R>, options?: ProcessOptions): (input: WindowedFlow<T>) => Flow<R>;
 export function process<T, R>(fn: ProcessFunction<T, R>, options?: ProcessOptions): (input: Flow<T>) => Flow<R>;
 export function process<T, R>(fn: ProcessFunction<T, R> | ProcessWindowFunction<T, R>, options: ProcessOptions = {}): (input: Flow<T>) => Flow<R> {
   return (input) => {
+    const states = checkStates('process', options.states, input instanceof KeyedFlow && !(input instanceof WindowedFlow));
     if (input instanceof WindowedFlow) {
       if (!('process' in fn)) throw new TypeError('process() after window(…) takes a ProcessWindowFunction: { process(key, ctx, elements, out) }');
       return windowOperator<T, R>(input, 'process', options.uid, { name: 'process', fromElements: (elements) => elements }, fn as ProcessWindowFunction<unknown, R>, options.parallelism);
     }
     const processFunction = fn as ProcessFunction<T, R>;
-    if (input instanceof KeyedFlow) return keyedProcess(input, processFunction, options.uid, options.parallelism);
+    if (input instanceof KeyedFlow) return keyedProcess(input, processFunction, { ...options, states });
     return nonKeyedProcess(input, processFunction, options);
   };
 }
@@ -149,7 +157,7 @@ function nonKeyedProcess<T, R>(input: Flow<T>, fn: ProcessFunction<T, R>, option
   });
 }
 
-function keyedProcess<T, R>(input: KeyedFlow<T>, fn: ProcessFunction<T, R>, uid: string | undefined, parallelism: number | undefined): Flow<R> {
+function keyedProcess<T, R>(input: KeyedFlow<T>, fn: ProcessFunction<T, R>, { uid, parallelism, states }: ProcessOptions): Flow<R> {
   return keyedOperate<T, R>(input, 'process', uid, (backend, emit, task, fail) => {
     const { ctx, out, service } = keyedContext<R>(task, emit, fail, backend, savedTimers(task.restoredOperatorStates), (time) => fn.onTimer?.(time, ctx as TimerContext, out), 'process');
     return {
@@ -161,7 +169,7 @@ function keyedProcess<T, R>(input: KeyedFlow<T>, fn: ProcessFunction<T, R>, uid:
       snapshotOperatorState: () => ({ timers: service!.snapshot() }),
       dispose: () => service!.dispose(),
     };
-  }, { parallelism });
+  }, { parallelism, states });
 }
 
 /** The context of one instance of a process function on a flow that is not keyed, reused for every record. */

@@ -7,7 +7,8 @@ import { keyedContext } from './coProcess';
 import type { ConnectedFlows } from './connect';
 import { savedTimers } from '../time/timerService';
 import { operateMulti, restoredState, restoredStates } from './operateMulti';
-import type { Output, ProcessContext, TimerContext } from './process';
+import { checkStates } from './keyedOperate';
+import type { Output, ProcessContext, ProcessOptions, TimerContext } from './process';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any key and value types
 type MapDescriptor = StateDescriptor<MapState<any, any>, Map<any, any>>;
@@ -47,7 +48,7 @@ export interface BroadcastProcessFunction<T, B, R> {
  *   onBroadcastElement(l, ctx) { ctx.broadcastState(rules).put(l.kind, l.max); },
  * }, { uid: 'limits' }))
  */
-export function processBroadcast<T, B, R>(fn: BroadcastProcessFunction<T, B, R>, options: { uid?: string } = {}): (connected: ConnectedFlows<T, B>) => Flow<R> {
+export function processBroadcast<T, B, R>(fn: BroadcastProcessFunction<T, B, R>, options: Pick<ProcessOptions, 'uid' | 'states'> = {}): (connected: ConnectedFlows<T, B>) => Flow<R> {
   return (connected) => {
     const { first, second } = connected;
     if (!(second instanceof BroadcastFlow)) throw new JobDefinitionError('processBroadcast: connect a keyed flow with a broadcast flow (flow.pipe(broadcast(descriptor)))');
@@ -56,6 +57,7 @@ export function processBroadcast<T, B, R>(fn: BroadcastProcessFunction<T, B, R>,
     return operateMulti<R>([first as Flow<unknown>, second.flow as Flow<unknown>], {
       kind: 'processBroadcast',
       uid: options.uid,
+      states: checkStates('processBroadcast', options.states, true),
       keySelectors: [keyed.keySelector as KeySelector<unknown>, undefined],
       setup(task, emit, fail, backend) {
         const saved = restoredState(task) as { timers?: unknown; broadcast?: Record<string, Json> } | undefined;

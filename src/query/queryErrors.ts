@@ -1,9 +1,12 @@
 import { JobDefinitionError, WeirError } from '../core/errors';
 
-/** No state of the job is registered under this queryable name (a state becomes queryable once its operator uses it). */
+/**
+ * No state of the job is registered under this queryable name (a state not listed in its operator's `states` becomes
+ * queryable only once its operator uses it).
+ */
 export class UnknownQueryableStateError extends WeirError {}
 
-/** Two states of one job were given the same `queryable` name: a job definition error, found when both are used. */
+/** Two states of one job were given the same `queryable` name: a job definition error, found when both are registered. */
 export class QueryableStateConflictError extends JobDefinitionError {}
 
 /** Live state cannot be read right now: the job has ended (query a retained checkpoint with `asOf` instead). */

@@ -9,7 +9,7 @@ import { forEachPayloadEntry } from '../state/payloadEntries';
 import { checkRestoredMeta } from '../state/stateChecks';
 import { compareKeys, decodeCursor, encodeCursor, isKey } from './keyOrder';
 import { InvalidQueryError, QueryableStateUnavailableError, UnknownQueryableStateError } from './queryErrors';
-import type { QueryableStateEntry, QueryableStateInfo, QueryableStateRegistry } from './queryableStateRegistry';
+import type { LiveQueryableState, QueryableStateEntry, QueryableStateInfo, QueryableStateRegistry } from './queryableStateRegistry';
 
 export interface QueryOptions {
   /** Read the state as of this completed, still retained checkpoint instead of the live state. */
@@ -66,8 +66,11 @@ export class StateQueries implements QueryableStateReader {
   private ended = false;
   private waiting: (() => void)[] = [];
   private readonly checkpointed = new Map<string, Promise<CheckpointedState>>();
-  /** Queryable states registered by earlier attempts: a restarted attempt registers them again only when used. */
-  private readonly known = new Map<string, Omit<QueryableStateEntry, 'backend'>>();
+  /**
+   * Queryable states registered by earlier attempts: a restarted attempt registers again at once only those its
+   * operators declare, the others when used.
+   */
+  private readonly known = new Map<string, QueryableStateEntry>();
 
   constructor(
     private readonly job: string,
@@ -99,7 +102,7 @@ export class StateQueries implements QueryableStateReader {
   }
 
   private remember(): void {
-    for (const [name, { uid, descriptor }] of this.latest?.entriesByName() ?? []) this.known.set(name, { uid, descriptor });
+    for (const [name, entry] of this.latest?.entriesByName() ?? []) this.known.set(name, entry);
   }
 
   async query<T = unknown>(name: string, key: Key, options: QueryOptions = {}): Promise<T | undefined> {
@@ -114,7 +117,7 @@ export class StateQueries implements QueryableStateReader {
       return view(entry.descriptor, copyValue(entry.descriptor.serializer.decode(encoded, state.version))) as T;
     }
     const entry = this.lookup(await this.live(), name);
-    return view(entry.descriptor, entry.backend.peek(entry.descriptor, key)) as T;
+    return view(entry.descriptor, entry.peek(key)) as T;
   }
 
   async queryKeys(name: string, options: KeyPageOptions = {}): Promise<KeyPage> {
@@ -137,8 +140,7 @@ export class StateQueries implements QueryableStateReader {
       keys = (await this.checkpointedState(this.lookup(await this.descriptors(), name), asOf)).values.keys();
     } else {
       registry = await this.live();
-      const entry = this.lookup(registry, name);
-      keys = entry.backend.keysOf(entry.descriptor);
+      keys = this.lookup(registry, name).keys();
     }
     // The `limit + 1` smallest matching keys, kept sorted: O(keys · log limit) with no sort of the whole state.
     const page: Key[] = [];
@@ -163,13 +165,15 @@ export class StateQueries implements QueryableStateReader {
     return { keys: page, cursor: encodeCursor(page[page.length - 1]!) };
   }
 
-  private lookup(registry: QueryableStateRegistry, name: string): QueryableStateEntry {
+  private lookup(registry: QueryableStateRegistry, name: string): LiveQueryableState {
     const entry = registry.lookup(name, this.known.get(name));
     if (entry !== undefined) return entry;
     const known = this.queryableStates().map((info) => `'${info.name}'`);
     throw new UnknownQueryableStateError(
       `job '${this.job}' has no queryable state '${name}' (${known.length > 0 ? `it has ${known.join(', ')}` : 'it has none yet'}); ` +
-        "mark a state descriptor with { queryable: 'name' } — it becomes queryable once its operator first uses it",
+        `mark a state descriptor { queryable: '${name}' } and list it in its operator's states option ` +
+        '(process(fn, { uid, states: [descriptor] })): it is then queryable from the start, while a state not listed ' +
+        'becomes queryable only once its operator first uses it',
     );
   }
 

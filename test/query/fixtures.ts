@@ -49,9 +49,15 @@ export const avgMs = aggregatingState(
   { queryable: 'avg-ms' },
 );
 
-/** A keyed job keeping three queryable states per user. */
-export function visitsJob(source: Source<Visit>, options: Partial<JobOptions> & { storage?: CheckpointStorage; fail?: (v: Visit) => boolean } = {}) {
-  const { storage, fail, ...rest } = options;
+/**
+ * A keyed job keeping three queryable states per user; with `declareStates` its operator lists them in `states`, so
+ * they are queryable from the start rather than from the first record.
+ */
+export function visitsJob(
+  source: Source<Visit>,
+  options: Partial<JobOptions> & { storage?: CheckpointStorage; fail?: (v: Visit) => boolean; declareStates?: boolean } = {},
+) {
+  const { storage, fail, declareStates, ...rest } = options;
   const job = createJob({ name: 'visits', checkpoints: storage ? { storage, retain: 5 } : undefined, ...rest });
   const out = collect<number>();
   job.source(source, { uid: 'visits' }).pipe(
@@ -67,7 +73,7 @@ export function visitsJob(source: Source<Visit>, options: Partial<JobOptions> & 
           emit.emit(c.value()!);
         },
       },
-      { uid: 'per-user' },
+      { uid: 'per-user', states: declareStates ? [count, pages, avgMs] : undefined },
     ),
     out.sink(),
   );

@@ -6,7 +6,9 @@ import {
   QueryableStateConflictError,
   QueryableStateUnavailableError,
   UnknownQueryableStateError,
+  coProcess,
   collect,
+  connect,
   createJob,
   fromArray,
   keyBy,
@@ -14,6 +16,7 @@ import {
   process,
   valueState,
   type Key,
+  type ProcessContext,
   type RunningJob,
 } from 'weir';
 import { pausableSource } from '../checkpoint/fixtures';
@@ -153,6 +156,90 @@ describe('queryable state in process', () => {
     await expect(done).rejects.toThrow(QueryableStateConflictError);
     await expect(done).rejects.toThrow(JobDefinitionError);
     await expect(done).rejects.toThrow(/'same'.*'a'.*'b'/);
+  });
+
+  it('answers from the start for states the operator lists in states: undefined before the first record', async () => {
+    const paused = pausableSource(visits, [0]);
+    const { job } = visitsJob(paused.source, { chunkSize: CHUNK, declareStates: true });
+    const running = job.start();
+    // Asked before the job is up: the query waits for it, then finds the state empty.
+    expect(await running.query('visit-count', 'user-00')).toBeUndefined();
+    expect(await running.query('avg-ms', 'user-00')).toBeUndefined();
+    expect(await running.query('last-visit-per-page', 'user-00')).toBeUndefined();
+    expect((await running.queryKeys('visit-count')).keys).toEqual([]);
+    expect(running.queryableStates().map((s) => s.name).sort()).toEqual(['avg-ms', 'last-visit-per-page', 'visit-count']);
+    await expect(running.query('no-such-state', 'user-00')).rejects.toThrow(UnknownQueryableStateError);
+    paused.releaseAll();
+    await running.done;
+  });
+
+  it('knows a state not listed in states only once its operator uses it, and says how to list it', async () => {
+    const paused = pausableSource(visits, [0]);
+    const { job } = visitsJob(paused.source, { chunkSize: CHUNK });
+    const running = job.start();
+    await expect(running.query('visit-count', 'user-00')).rejects.toThrow(UnknownQueryableStateError);
+    await expect(running.query('visit-count', 'user-00')).rejects.toThrow(/states: \[descriptor\]/);
+    paused.releaseAll();
+    await running.done;
+  });
+
+  it('answers with the restored values of listed states before the operator runs again', async () => {
+    const { running, paused, first, storage } = await startPaused([20]);
+    paused.releaseAll();
+    await running.done;
+
+    // Restored from the checkpoint after 20 visits, the source stops before visit 20: no record reaches the operator.
+    const again = pausableSource(visits, [20]);
+    const { job } = visitsJob(again.source, { storage, chunkSize: CHUNK, declareStates: true });
+    const restored = job.start({ restore: first.path });
+    await again.reached(20);
+    const expected = expectedAfter(20, 'user-03')!;
+    expect(await restored.query('visit-count', 'user-03')).toBe(expected.count);
+    expect(await restored.query('avg-ms', 'user-03')).toBe(expected.avgMs);
+    expect(await restored.query('last-visit-per-page', 'user-03')).toEqual(expected.pages);
+    expect(await restored.query('visit-count', 'nobody')).toBeUndefined();
+    expect((await restored.queryKeys('visit-count', { prefix: 'admin-' })).keys).toEqual(['admin-0', 'admin-1']);
+    await expect(restored.query('no-such-state', 'user-03')).rejects.toThrow(UnknownQueryableStateError);
+    again.releaseAll();
+    await restored.done;
+  });
+
+  it('reads every parallel instance of a keyed operator', async () => {
+    const paused = pausableSource(visits, [20]);
+    const { job } = visitsJob(paused.source, { chunkSize: CHUNK, parallelism: 4, declareStates: true });
+    const running = job.start();
+    await paused.reached(20);
+    await vi.waitFor(async () => expect((await running.queryKeys('visit-count')).keys).toHaveLength(12));
+    for (const user of ['user-00', 'user-05', 'user-09', 'admin-1']) {
+      expect(await running.query('visit-count', user)).toBe(expectedAfter(20, user)!.count);
+    }
+    paused.releaseAll();
+    await running.done;
+  });
+
+  it('answers from the start for states a coProcess lists', async () => {
+    const seen = valueState<boolean>('seen', { queryable: 'seen' });
+    const paused = pausableSource(['a', 'b'], [0]);
+    const job = createJob({ name: 'co' });
+    const controls = job.source(fromArray<string>([]), { uid: 'controls' }).pipe(keyBy((c: string) => c));
+    const words = job.source(paused.source, { uid: 'words' }).pipe(keyBy((w: string) => w));
+    const mark = (_value: string, ctx: ProcessContext) => ctx.state(seen).update(true);
+    connect(controls, words).pipe(
+      coProcess<string, string, string>({ onElement1: mark, onElement2: mark }, { uid: 'co', states: [seen] }),
+      collect<string>().sink(),
+    );
+    const running = job.start();
+    expect(await running.query('seen', 'a')).toBeUndefined();
+    paused.releaseAll();
+    await running.done;
+  });
+
+  it('rejects states on a process function without keyed state', () => {
+    const job = createJob({ name: 'not-keyed' });
+    const flow = job.source(fromArray([1, 2, 3]), { uid: 'n' });
+    const onElement = () => undefined;
+    expect(() => flow.pipe(process<number, number>({ onElement }, { states: [valueState<number>('a')] }))).toThrow(JobDefinitionError);
+    expect(() => flow.pipe(process<number, number>({ onElement }, { states: ['a'] as never }))).toThrow(JobDefinitionError);
   });
 
   it('waits while the job restarts, then answers from the restored attempt', async () => {
