@@ -8,7 +8,7 @@ import { fsCheckpointStorage, serveQueryableState } from 'weir/node';
 import { makeEvents, noop, perSecond, sideBySide, type KeyedEvent } from './measure';
 import type { Result } from './report';
 
-const EVENTS = 4_000_000;
+const EVENTS = 8_000_000;
 const KEYS = 10_000;
 const QPS = 1_000;
 /** Queries in flight at once when the client asks as fast as it gets answers. */
@@ -21,7 +21,7 @@ const weirBin = fileURLToPath(new URL('../bin/weir.js', import.meta.url));
 
 const sum = valueState<number>('sum', { default: 0, queryable: STATE });
 
-/** A source of `records` that waits for `open()` after the first record: the job is up (and queryable) before the clock starts. */
+/** A source of `records` that waits for `open()` before its first record: the client is at its pace before the clock starts. */
 function gatedSource<T>(records: readonly T[]): { source: Source<T>; open: () => void } {
   let open!: () => void;
   const opened = new Promise<void>((resolve) => (open = resolve));
@@ -34,14 +34,12 @@ function gatedSource<T>(records: readonly T[]): { source: Source<T>; open: () =>
       open(context) {
         // fromArray opens synchronously.
         const reader = inner.open(context) as SourceReader<T>;
-        // One record goes through at once, so that the queryable state is registered before the clock starts.
-        let reads = 0;
+        let first = true;
         return {
           read(max) {
-            reads++;
-            if (reads === 1) return reader.read(1);
-            if (reads === 2) return opened.then(() => reader.read(max));
-            return reader.read(max);
+            if (!first) return reader.read(max);
+            first = false;
+            return opened.then(() => reader.read(max));
           },
           offset: () => reader.offset(),
         };
@@ -66,13 +64,16 @@ interface Counters {
   at: number;
 }
 
+/** How the client asks (see bench/queryClient.ts): node:http, or weir's `QueryableStateClient` on `fetch`. */
+type ClientKind = 'http' | 'fetch';
+
 /** The query client in its own process, paused until `resume`. */
 class Client {
   private readonly child: ChildProcess;
   readonly ready: Promise<Counters>;
 
-  constructor(url: string, mode: number | 'max') {
-    this.child = fork(clientScript, [url, STATE, String(KEYS), String(mode), String(MAX_CONCURRENCY)], {
+  constructor(url: string, mode: number | 'max', kind: ClientKind) {
+    this.child = fork(clientScript, [url, STATE, String(KEYS), String(mode), String(MAX_CONCURRENCY), kind], {
       execArgv: ['--import', 'tsx'],
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
@@ -134,7 +135,8 @@ async function keyedJob(events: KeyedEvent[], client: Client | undefined): Promi
           out.emit(next);
         },
       },
-      { uid: 'sum' },
+      // Listed, so that the state is queryable from the start, before the first record.
+      { uid: 'sum', states: [sum] },
     ),
     forEach(noop),
   );
@@ -160,8 +162,8 @@ async function keyedJob(events: KeyedEvent[], client: Client | undefined): Promi
 }
 
 /** Runs the job with the client, then without it, alternating; best throughput of each, with the rate at the best. */
-async function withAndWithout(events: KeyedEvent[], url: string, mode: number | 'max'): Promise<{ with: Run; without: Run }> {
-  const client = new Client(url, mode);
+async function withAndWithout(events: KeyedEvent[], url: string, mode: number | 'max', kind: ClientKind): Promise<{ with: Run; without: Run }> {
+  const client = new Client(url, mode, kind);
   await client.ready;
   const runs: { with?: Run; without?: Run } = {};
   try {
@@ -210,7 +212,7 @@ async function inspectOpen(): Promise<Result[]> {
       const seconds = (performance.now() - start) / 1000;
       if (run.status !== 0) throw new Error(`weir inspect failed (${run.status}): ${run.stderr.slice(-400)}`);
       // The largest key count of any state in the report: the reduce's, 1M.
-      keyCount = Math.max(0, ...Array.from(run.stdout.matchAll(/"keyCount":\s*(\d+)/g), (match) => Number(match[1])));
+      keyCount = Math.max(0, ...Array.from(run.stdout.matchAll(/"keys":\s*(\d+)/g), (match) => Number(match[1])));
       best = Math.min(best, seconds);
     }
     console.error(`[bench] inspect: ${(last.bytes / 1e6).toFixed(1)} MB checkpoint, the report counts ${keyCount} keys, best ${best.toFixed(2)} s`);
@@ -222,26 +224,31 @@ async function inspectOpen(): Promise<Result[]> {
 
 /**
  * `query`: a keyed job with queryable state while a client in another process sends 1,000 point queries per second
- * over HTTP (`serveQueryableState`, default limits) for the whole run, against the same job without queries; then
- * the client as fast as it gets answers (16 in flight, no rate limit) for the highest sustained rate and the job's
- * throughput at it; and the time `weir inspect --json` takes to summarise a 1M-key checkpoint.
+ * over HTTP (`serveQueryableState`, default limits) for the whole run, against the same job without queries — the
+ * bar with a node:http client, and recorded beside it with `QueryableStateClient`, whose `fetch` makes the client
+ * process itself heavier; then the node:http client as fast as it gets answers (16 in flight, no rate limit) for the
+ * highest sustained rate and the job's throughput at it; and the time `weir inspect --json` takes to summarise a
+ * 1M-key checkpoint.
  */
 export async function query(): Promise<Result[]> {
   const events = makeEvents(EVENTS, KEYS);
   const limited = await serveQueryableState(reader, { port: 0 });
   const unlimited = await serveQueryableState(reader, { port: 0, rateLimit: false });
   try {
-    const paced = await withAndWithout(events, limited.url, QPS);
-    const flat = await withAndWithout(events, unlimited.url, 'max');
+    const paced = await withAndWithout(events, limited.url, QPS, 'http');
+    const pacedFetch = await withAndWithout(events, limited.url, QPS, 'fetch');
+    const flat = await withAndWithout(events, unlimited.url, 'max', 'http');
     console.error(
-      `[bench] query: paced client answered ${paced.with.answeredPerSecond.toFixed(0)}/s during the job; ` +
-        `unpaced ${flat.with.answeredPerSecond.toFixed(0)}/s (${flat.with.errors} errors)`,
+      `[bench] query: paced client answered ${paced.with.answeredPerSecond.toFixed(0)}/s during the job ` +
+        `(through QueryableStateClient ${pacedFetch.with.answeredPerSecond.toFixed(0)}/s); unpaced ${flat.with.answeredPerSecond.toFixed(0)}/s (${flat.with.errors} errors)`,
     );
     return [
       { name: 'query/job-with-1k-qps', value: paced.with.eventsPerSecond, unit: 'events/s' },
       { name: 'query/job-without-queries', value: paced.without.eventsPerSecond, unit: 'events/s' },
       { name: 'query/answered-at-1k-qps', value: paced.with.answeredPerSecond, unit: 'queries/s' },
       { name: 'query/job-throughput-with-1k-qps-vs-without', value: paced.with.eventsPerSecond / paced.without.eventsPerSecond, unit: 'ratio', bar: { op: '>=', value: 0.9 } },
+      // The same with the client process asking through QueryableStateClient (fetch), which costs the machine more.
+      { name: 'query/job-throughput-with-1k-qps-fetch-client-vs-without', value: pacedFetch.with.eventsPerSecond / pacedFetch.without.eventsPerSecond, unit: 'ratio' },
       { name: 'query/max-point-queries-per-s', value: flat.with.answeredPerSecond, unit: 'queries/s' },
       { name: 'query/job-throughput-at-max-qps-vs-without', value: flat.with.eventsPerSecond / flat.without.eventsPerSecond, unit: 'ratio' },
       ...(await inspectOpen()),
