@@ -1,15 +1,17 @@
 import { indexedDbCheckpointStorage, type CheckpointStorage } from 'weir/browser';
-import { inspectStorage, listJobs, type CheckpointSummary, type StateSummary } from '../../src/inspector/readCheckpoint';
+import { checkpointHistory, inspectStorage, listJobs, type CheckpointSummary, type StateSummary } from '../../src/inspector/readCheckpoint';
 import { diffCheckpointEntries, pageStateEntries, readCheckpointEntries, type CheckpointEntries, type StateEntry } from '../../src/inspector/readStateEntries';
 import { httpCheckpointStorage } from './httpStorage';
 import { createTimeline } from './timeline';
-import { el, formatBytes, formatValue } from './values';
+import { el, formatBytes, formatTime, formatValue } from './values';
 import './style.css';
 
 /**
  * The visual checkpoint inspector. `?source=http` reads the storage `weir inspect --serve` exposes;
  * `?source=indexeddb&db=<name>` (the default, on the playground's database) reads IndexedDB in this browser.
- * Every failure is shown where it happened, never as a blank page.
+ * A job's savepoints are listed with its checkpoints and browsed and diffed alike; a select's value is the
+ * directory's path, which tells a savepoint from the checkpoint with its id. Every failure is shown where it
+ * happened, never as a blank page.
  */
 const params = new URLSearchParams(location.search);
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
@@ -32,14 +34,18 @@ function fatal(message: string) {
   box.textContent = message;
 }
 
-function entriesOf(job: string, id: number): Promise<CheckpointEntries> {
-  const key = `${job}#${id}`;
-  let entries = entriesCache.get(key);
+function entriesOf(path: string): Promise<CheckpointEntries> {
+  let entries = entriesCache.get(path);
   if (!entries) {
-    entries = readCheckpointEntries(storage, job, id);
-    entriesCache.set(key, entries);
+    entries = readCheckpointEntries(storage, path);
+    entriesCache.set(path, entries);
   }
   return entries;
+}
+
+/** `#3` for a checkpoint, `savepoint #4` for a savepoint. */
+function label(c: CheckpointSummary): string {
+  return c.kind === 'savepoint' ? `savepoint #${c.id}` : `#${c.id}`;
 }
 
 async function init() {
@@ -62,7 +68,9 @@ async function loadJobs() {
   const wanted = params.get('job');
   if (wanted && jobs.includes(wanted)) jobSelect.value = wanted;
   if (jobs.length === 0) {
-    fatal(`no checkpoints found in ${storage.location}: a job directory holds chk-<id> directories (run a job in the playground first)`);
+    fatal(
+      `no checkpoints or savepoints found in ${storage.location}: a job directory holds chk-<id> directories, a savepoint is a savepoint-<job>-<id>-<random> directory (run a job in the playground first)`,
+    );
     return;
   }
   await loadJob();
@@ -72,19 +80,19 @@ async function loadJob() {
   entriesCache.clear();
   const job = jobSelect.value;
   const [summary] = await inspectStorage(storage, { jobs: [job] });
-  summaries = summary?.checkpoints ?? [];
-  timeline.update(summaries.filter((c) => c.durationMs !== undefined).map((c) => ({ id: c.id, durationMs: c.durationMs!, bytes: c.persistedBytes ?? 0 })));
+  const checkpoints = summary?.checkpoints ?? [];
+  summaries = summary ? checkpointHistory(summary) : [];
+  timeline.update(checkpoints.filter((c) => c.durationMs !== undefined).map((c) => ({ id: c.id, durationMs: c.durationMs!, bytes: c.persistedBytes ?? 0 })));
   renderCheckpointList();
-  const options = summaries.map((c) => new Option(`#${c.id} ${c.status}`, String(c.id)));
-  checkpointSelect.replaceChildren(...options);
-  $<HTMLSelectElement>('diff-from').replaceChildren(...summaries.map((c) => new Option(`#${c.id}`, String(c.id))));
-  $<HTMLSelectElement>('diff-to').replaceChildren(...summaries.map((c) => new Option(`#${c.id}`, String(c.id))));
-  const complete = summaries.filter((c) => c.status === 'complete');
+  checkpointSelect.replaceChildren(...summaries.map((c) => new Option(`${label(c)} ${c.status}`, c.path)));
+  $<HTMLSelectElement>('diff-from').replaceChildren(...summaries.map((c) => new Option(label(c), c.path)));
+  $<HTMLSelectElement>('diff-to').replaceChildren(...summaries.map((c) => new Option(label(c), c.path)));
+  const complete = checkpoints.filter((c) => c.status === 'complete');
   const newest = complete[complete.length - 1] ?? summaries[summaries.length - 1];
-  if (newest) checkpointSelect.value = String(newest.id);
+  if (newest) checkpointSelect.value = newest.path;
   if (complete.length >= 2) {
-    $<HTMLSelectElement>('diff-from').value = String(complete[complete.length - 2]!.id);
-    $<HTMLSelectElement>('diff-to').value = String(complete[complete.length - 1]!.id);
+    $<HTMLSelectElement>('diff-from').value = complete[complete.length - 2]!.path;
+    $<HTMLSelectElement>('diff-to').value = complete[complete.length - 1]!.path;
   }
   await showCheckpoint();
 }
@@ -92,22 +100,25 @@ async function loadJob() {
 function renderCheckpointList() {
   const table = el('table', undefined, 'small');
   const head = el('tr');
-  for (const title of ['id', 'status', 'time', 'duration', 'persisted', 'full size', 'error']) head.append(el('th', title));
+  for (const title of ['id', 'kind', 'status', 'time', 'duration', 'persisted', 'full size', 'error']) head.append(el('th', title));
   table.append(head);
   for (const c of [...summaries].reverse()) {
-    const tr = el('tr', undefined, c.status);
-    tr.dataset.checkpoint = String(c.id);
+    const tr = el('tr', undefined, `${c.status} ${c.kind}`);
+    tr.dataset.path = c.path;
+    tr.dataset.kind = c.kind;
+    tr.title = c.path;
     tr.append(
       el('td', String(c.id)),
+      el('td', c.kind),
       el('td', c.status),
-      el('td', c.timestamp === undefined ? '-' : c.timestamp > 1e11 ? new Date(c.timestamp).toLocaleTimeString() : `t=${c.timestamp}`),
+      el('td', c.timestamp === undefined ? '-' : formatTime(c.timestamp)),
       el('td', c.durationMs === undefined ? '-' : `${c.durationMs} ms`),
       el('td', c.persistedBytes === undefined ? '-' : formatBytes(c.persistedBytes)),
       el('td', formatBytes(c.fullBytes)),
       el('td', c.error ?? '', 'error-text'),
     );
     tr.addEventListener('click', () => {
-      checkpointSelect.value = String(c.id);
+      checkpointSelect.value = c.path;
       void showCheckpoint().catch((error: unknown) => fatal(String(error)));
     });
     table.append(tr);
@@ -116,15 +127,15 @@ function renderCheckpointList() {
 }
 
 function current(): CheckpointSummary | undefined {
-  return summaries.find((c) => String(c.id) === checkpointSelect.value);
+  return summaries.find((c) => c.path === checkpointSelect.value);
 }
 
 async function showCheckpoint() {
   const c = current();
   const errorBox = $('checkpoint-error');
   errorBox.hidden = !c?.error;
-  errorBox.textContent = c?.error ? `checkpoint #${c.id} is ${c.status}: ${c.error}` : '';
-  $('checkpoint-title').textContent = c ? `checkpoint #${c.id} of ${c.job} (${c.status})` : '';
+  errorBox.textContent = c?.error ? `${c.kind} #${c.id} is ${c.status}: ${c.error}` : '';
+  $('checkpoint-title').textContent = c ? `${c.kind} #${c.id} of ${c.job} (${c.status}) · ${c.path}` : '';
   const box = $('operators');
   box.replaceChildren();
   stateSelect.replaceChildren();
@@ -145,7 +156,7 @@ async function showCheckpoint() {
         histogram.append(keyGroupHistogram(state, c.maxParallelism ?? 128));
         tr.append(
           el('td', state.name),
-          el('td', state.kind),
+          el('td', state.ttl ? `${state.kind} +ttl` : state.kind),
           el('td', `${state.serializer} v${state.serializerVersion}`),
           el('td', String(state.keys), 'keys'),
           el('td', String(state.entries)),
@@ -193,18 +204,21 @@ async function browse() {
   }
   let entries: StateEntry[];
   try {
-    entries = (await entriesOf(c.job === jobSelect.value ? jobSelect.value : c.job, c.id)).get(uid)?.get(name) ?? [];
+    entries = (await entriesOf(c.path)).get(uid)?.get(name) ?? [];
   } catch (error) {
-    table.replaceChildren(el('caption', `cannot read checkpoint #${c.id}: ${(error as Error).message}`, 'error-text'));
+    table.replaceChildren(el('caption', `cannot read ${c.kind} #${c.id}: ${(error as Error).message}`, 'error-text'));
     $('page-info').textContent = '';
     return;
   }
   const page = pageStateEntries(entries, { prefix: $<HTMLInputElement>('prefix').value, search: $<HTMLInputElement>('search').value, offset, limit: PAGE });
+  // A TTL state's values are shown as the job sees them; when each was last accessed is a column of its own.
+  const ttl = page.entries.some((entry) => entry.lastAccess !== undefined);
   const head = el('tr');
-  for (const title of ['key', 'window', 'key group', 'value']) head.append(el('th', title));
+  for (const title of ['key', 'window', 'key group', 'value', ...(ttl ? ['last access (ttl)'] : [])]) head.append(el('th', title));
   const rows = page.entries.map((entry) => {
     const tr = el('tr');
     tr.append(el('td', String(entry.key), 'key'), el('td', entry.namespace ?? ''), el('td', String(entry.keyGroup)), el('td', formatValue(entry.value), entry.decoded ? 'value' : 'value raw'));
+    if (ttl) tr.append(el('td', formatLastAccess(entry.lastAccess), 'last-access'));
     return tr;
   });
   table.replaceChildren(head, ...rows);
@@ -212,16 +226,23 @@ async function browse() {
   $('page-info').textContent = page.total === 0 ? ' no matching keys ' : ` ${page.offset + 1}–${page.offset + page.entries.length} of ${page.total} `;
 }
 
+/** One time, or one per element of a list or map, in the value's order. */
+function formatLastAccess(lastAccess: number | number[] | undefined): string {
+  if (lastAccess === undefined) return '';
+  return Array.isArray(lastAccess) ? lastAccess.map(formatTime).join(', ') : formatTime(lastAccess);
+}
+
 async function diff() {
-  const job = jobSelect.value;
-  const from = Number($<HTMLSelectElement>('diff-from').value);
-  const to = Number($<HTMLSelectElement>('diff-to').value);
+  const byPath = (path: string) => summaries.find((c) => c.path === path);
+  const from = byPath($<HTMLSelectElement>('diff-from').value);
+  const to = byPath($<HTMLSelectElement>('diff-to').value);
+  if (!from || !to) return;
   const box = $('diff');
-  box.replaceChildren(el('p', `comparing #${from} with #${to}…`));
+  box.replaceChildren(el('p', `comparing ${label(from)} with ${label(to)}…`));
   let before: CheckpointEntries;
   let after: CheckpointEntries;
   try {
-    [before, after] = await Promise.all([entriesOf(job, from), entriesOf(job, to)]);
+    [before, after] = await Promise.all([entriesOf(from.path), entriesOf(to.path)]);
   } catch (error) {
     box.replaceChildren(el('p', `cannot diff: ${(error as Error).message}`, 'error-text'));
     return;
@@ -249,7 +270,9 @@ async function diff() {
     section.append(table);
     parts.push(section);
   }
-  box.replaceChildren(...(parts.length > 0 ? parts : [el('p', 'no keyed state in either checkpoint')]));
+  box.replaceChildren(...(parts.length > 0 ? parts : [el('p', `no keyed state in ${label(from)} or ${label(to)}`)]));
+  box.dataset.from = from.path;
+  box.dataset.to = to.path;
 }
 
 const guard = (action: () => Promise<void>) => () => void action().catch((error: unknown) => fatal(`${(error as Error).message ?? String(error)}`));

@@ -30,3 +30,8 @@ export function formatBytes(bytes: number): string {
   if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`;
   return `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
 }
+
+/** A time on a job's clock: wall-clock time as such; a virtual clock or event time starting near 0 as its milliseconds. */
+export function formatTime(ms: number): string {
+  return ms > 1e11 ? new Date(ms).toLocaleTimeString() : `t=${ms}`;
+}

@@ -6,6 +6,7 @@ import type { OperatorCheckpointStats } from './checkpointStats';
  *
  *     <job>/chk-<id>/<uid>.<subtask>.kg-<start>-<end>   one state file per operator instance
  *     <job>/chk-<id>/_metadata                          written last: a checkpoint without it does not exist
+ *     <dir>/savepoint-<job>-<id>-<random>/…             a savepoint: the same files, in a directory the user picks
  */
 export const METADATA_FILE = '_metadata';
 
@@ -17,6 +18,15 @@ export function checkpointDir(job: string, id: number): string {
 export function checkpointIdOf(name: string): number | undefined {
   const match = /^chk-(\d+)$/.exec(name);
   return match ? Number(match[1]) : undefined;
+}
+
+/**
+ * The job and checkpoint id a savepoint directory's name carries (`savepoint-<job>-<id>-<random>`, as the coordinator
+ * names it), or undefined for anything else. The id and random parts contain no `-`, so a job name may.
+ */
+export function savepointOf(name: string): { job: string; id: number } | undefined {
+  const match = /^savepoint-(.+)-(\d+)-[0-9a-f]+$/.exec(name);
+  return match ? { job: match[1]!, id: Number(match[2]) } : undefined;
 }
 
 export function stateFileName(uid: string, subtask: number, range: { start: number; end: number } | undefined): string {

@@ -1,24 +1,29 @@
 import { decodeFile } from '../checkpoint/fileFormat';
 import { checkMetadata } from '../checkpoint/loadCheckpoint';
-import { METADATA_FILE, checkpointDir, checkpointIdOf, type CheckpointMetadata, type OperatorRole, type OperatorStatePayload } from '../checkpoint/layout';
-import type { CheckpointStorage, StateKind } from '../core/types';
+import { METADATA_FILE, checkpointDir, checkpointIdOf, savepointOf, type CheckpointMetadata, type OperatorRole, type OperatorStatePayload } from '../checkpoint/layout';
+import type { CheckpointStorage, StateKind, StateMeta } from '../core/types';
 import { forEachPayloadEntry } from '../state/payloadEntries';
 
 /**
- * Reads what checkpoints hold without the job's code, on any `CheckpointStorage` (the same layout everywhere):
- * which jobs and checkpoints there are, whether each is complete, and per operator and state the key counts,
- * sizes and key-group histogram. Backs `weir inspect` and the visual inspector. Damaged files never throw: they
- * are reported on the checkpoint with their error.
+ * Reads what checkpoints and savepoints hold without the job's code, on any `CheckpointStorage` (the same layout
+ * everywhere): which jobs, checkpoints and savepoints there are, whether each is complete, and per operator and state
+ * the key counts, sizes and key-group histogram. Backs `weir inspect` and the visual inspector. Damaged files never
+ * throw: they are reported on the checkpoint with their error.
  */
 
 /** `complete`: `_metadata` and every file it names read back whole; `incomplete`: no `_metadata` (never restorable). */
 export type CheckpointStatus = 'complete' | 'incomplete' | 'corrupted';
+
+/** Checkpoints are taken by the job and retained for `restore: 'latest'`; savepoints on request, kept until removed. */
+export type CheckpointKind = CheckpointMetadata['kind'];
 
 export interface StateSummary {
   readonly name: string;
   readonly kind: StateKind;
   readonly serializer: string;
   readonly serializerVersion: number;
+  /** Whether values are saved with their last-access times (a state with a TTL). */
+  readonly ttl: boolean;
   /** Distinct keys holding a value. */
   readonly keys: number;
   /** Key × namespace (window) entries. */
@@ -42,11 +47,17 @@ export interface OperatorSummary {
   readonly states: StateSummary[];
 }
 
-export interface CheckpointSummary {
+/** A checkpoint or savepoint directory, known by its name before anything in it is read. */
+export interface CheckpointRef {
+  readonly kind: CheckpointKind;
+  /** The job's name. */
   readonly job: string;
   readonly id: number;
-  /** Where it is in the storage, e.g. `clicks/chk-3`. */
+  /** Its directory in the storage, e.g. `clicks/chk-3` or `savepoints/savepoint-clicks-4-1a2b3c4d`. */
   readonly path: string;
+}
+
+export interface CheckpointSummary extends CheckpointRef {
   readonly status: CheckpointStatus;
   /** Why it is corrupted (or incomplete). */
   readonly error?: string;
@@ -62,65 +73,103 @@ export interface CheckpointSummary {
 }
 
 export interface JobSummary {
+  /** The job's name. */
   readonly job: string;
+  /** Its `chk-<id>` directories, oldest first. */
   readonly checkpoints: CheckpointSummary[];
+  /** Its savepoints under the inspected root, by id. */
+  readonly savepoints: CheckpointSummary[];
 }
 
 /** Files read so far out of all files to read, for progress bars. */
 export type ProgressListener = (progress: { done: number; total: number; file: string }) => void;
 
-/** The jobs under `root` of a storage: directories holding `chk-<id>` directories. */
-export async function listJobs(storage: CheckpointStorage, root = ''): Promise<string[]> {
-  const jobs: string[] = [];
-  for (const name of await storage.list(root)) {
-    const path = join(root, name);
-    if ((await storage.list(path)).some((child) => checkpointIdOf(child) !== undefined)) jobs.push(path);
+/**
+ * What a directory is by its path: a checkpoint (`<job>/chk-<id>`) or a savepoint (`…/savepoint-<job>-<id>-<random>`,
+ * wherever it was written); undefined for anything else.
+ */
+export function checkpointRefOf(path: string): CheckpointRef | undefined {
+  const name = basename(path);
+  const id = checkpointIdOf(name);
+  if (id !== undefined) {
+    const job = basename(dirname(path));
+    return job === '' ? undefined : { kind: 'checkpoint', job, id, path };
   }
-  return jobs;
-}
-
-/** Ids of a job's `chk-<id>` directories, complete or not, oldest first. */
-export async function listCheckpoints(storage: CheckpointStorage, job: string): Promise<number[]> {
-  return (await storage.list(job))
-    .map(checkpointIdOf)
-    .filter((id): id is number => id !== undefined)
-    .sort((a, b) => a - b);
+  const savepoint = savepointOf(name);
+  return savepoint && { kind: 'savepoint', ...savepoint, path };
 }
 
 /**
- * Summaries of every checkpoint of the given jobs (every job under the root by default), reading each file once.
+ * The checkpoints and savepoints under `root`, by job and id: the `chk-<id>` directories of the jobs among its
+ * children, and the savepoints among its children and theirs (the default `savepoints` directory, a job's
+ * directory). Only names are listed; savepoints written deeper are found by inspecting their own directory.
+ */
+export async function findCheckpoints(storage: CheckpointStorage, root = ''): Promise<CheckpointRef[]> {
+  const found: CheckpointRef[] = [];
+  for (const name of await storage.list(root)) {
+    const path = join(root, name);
+    const ref = checkpointRefOf(path);
+    if (ref) {
+      found.push(ref);
+      continue;
+    }
+    for (const child of await storage.list(path)) {
+      const inner = checkpointRefOf(join(path, child));
+      if (inner) found.push(inner);
+    }
+  }
+  return found.sort((a, b) => compare(a.job, b.job) || a.id - b.id || compare(a.kind, b.kind) || compare(a.path, b.path));
+}
+
+/** The names of the jobs with checkpoints or savepoints under `root` (see `findCheckpoints`). */
+export async function listJobs(storage: CheckpointStorage, root = ''): Promise<string[]> {
+  return Array.from(new Set((await findCheckpoints(storage, root)).map((ref) => ref.job)));
+}
+
+/**
+ * Summaries of the checkpoints and savepoints under the storage's root, of the given jobs (every job by default) and
+ * directories (every one by default), reading each file once.
  * @example const jobs = await inspectStorage(fsCheckpointStorage('./checkpoints'), { onProgress: ({ done, total }) => … });
  */
 export async function inspectStorage(
   storage: CheckpointStorage,
-  options: { jobs?: string[]; ids?: number[]; onProgress?: ProgressListener } = {},
+  options: { jobs?: string[]; paths?: string[]; onProgress?: ProgressListener } = {},
 ): Promise<JobSummary[]> {
-  const jobs = options.jobs ?? (await listJobs(storage));
-  const plan: { job: string; id: number; files: string[] }[] = [];
-  for (const job of jobs) {
-    for (const id of await listCheckpoints(storage, job)) {
-      if (options.ids && !options.ids.includes(id)) continue;
-      plan.push({ job, id, files: await storage.list(checkpointDir(job, id)) });
-    }
-  }
+  const { jobs, paths } = options;
+  const refs = (await findCheckpoints(storage)).filter((ref) => (!jobs || jobs.includes(ref.job)) && (!paths || paths.includes(ref.path)));
+  const plan: { ref: CheckpointRef; files: string[] }[] = [];
+  for (const ref of refs) plan.push({ ref, files: await storage.list(ref.path) });
   const total = plan.reduce((sum, { files }) => sum + files.length, 0);
   let done = 0;
   const onFile = (file: string) => options.onProgress?.({ done: ++done, total, file });
-  const summaries: JobSummary[] = jobs.map((job) => ({ job, checkpoints: [] }));
-  for (const { job, id, files } of plan) {
-    summaries.find((summary) => summary.job === job)!.checkpoints.push(await summarizeCheckpoint(storage, job, id, { files, onFile }));
+  const summaries = new Map<string, JobSummary>();
+  for (const job of jobs ?? refs.map((ref) => ref.job)) if (!summaries.has(job)) summaries.set(job, { job, checkpoints: [], savepoints: [] });
+  for (const { ref, files } of plan) {
+    const summary = summaries.get(ref.job)!;
+    (ref.kind === 'checkpoint' ? summary.checkpoints : summary.savepoints).push(await summarizeCheckpoint(storage, ref, { files, onFile }));
   }
-  return summaries;
+  return Array.from(summaries.values());
 }
 
-/** Reads one checkpoint of `job` (a path in the storage) and summarises it; problems go into `status` and `error`. */
+/**
+ * A job's checkpoints and savepoints in one list by id, a checkpoint before a savepoint of the same id: a run's
+ * checkpoints and savepoints share their ids, so in this order they read as the run's history.
+ */
+export function checkpointHistory(job: JobSummary): CheckpointSummary[] {
+  return [...job.checkpoints, ...job.savepoints].sort((a, b) => a.id - b.id || compare(a.kind, b.kind) || compare(a.path, b.path));
+}
+
+/**
+ * Reads one checkpoint or savepoint directory (they share the layout) and summarises it; problems go into `status`
+ * and `error`.
+ * @example await summarizeCheckpoint(storage, checkpointRefOf('clicks/chk-3')!)
+ */
 export async function summarizeCheckpoint(
   storage: CheckpointStorage,
-  job: string,
-  id: number,
+  ref: CheckpointRef,
   options: { files?: string[]; onFile?: (file: string) => void } = {},
 ): Promise<CheckpointSummary> {
-  const dir = checkpointDir(job, id);
+  const { path: dir, kind, job, id } = ref;
   const where = (file: string) => (storage.describe ? storage.describe(`${dir}/${file}`) : `${dir}/${file}`);
   const files = options.files ?? (await storage.list(dir));
   const bytes = new Map<string, Uint8Array>();
@@ -134,10 +183,10 @@ export async function summarizeCheckpoint(
     options.onFile?.(`${dir}/${file}`);
   }
   const fullBytes = Array.from(bytes.values()).reduce((sum, data) => sum + data.length, 0);
-  const base = { job: basename(job), id, path: dir, fullBytes };
+  const base = { kind, job, id, path: dir, fullBytes };
   const metadataBytes = bytes.get(METADATA_FILE);
   if (!files.includes(METADATA_FILE)) {
-    return { ...base, status: 'incomplete', error: `${where(METADATA_FILE)} is missing: the checkpoint never completed`, operators: [] };
+    return { ...base, status: 'incomplete', error: `${where(METADATA_FILE)} is missing: the ${kind} never completed`, operators: [] };
   }
   let metadata: CheckpointMetadata;
   try {
@@ -147,12 +196,14 @@ export async function summarizeCheckpoint(
     return { ...base, status: 'corrupted', error: (error as Error).message, operators: [] };
   }
   const problems: string[] = [];
-  if (metadata.job !== basename(job)) problems.push(`${where(METADATA_FILE)} belongs to job '${metadata.job}', not '${basename(job)}'`);
-  if (metadata.id !== id) problems.push(`${where(METADATA_FILE)} is checkpoint ${metadata.id}, not ${id}`);
-  // Incremental checkpoints reference files in earlier checkpoints' directories: read those where they are.
+  // `restore: 'latest'` takes a job's chk-<id> directories for its checkpoints; a savepoint is restored by its path, so
+  // its name may be anything.
+  if (kind === 'checkpoint' && metadata.job !== job) problems.push(`${where(METADATA_FILE)} belongs to job '${metadata.job}', not '${job}'`);
+  if (kind === 'checkpoint' && metadata.id !== id) problems.push(`${where(METADATA_FILE)} is checkpoint ${metadata.id}, not ${id}`);
+  // Incremental checkpoints reference files in earlier checkpoints' directories of the job: read those where they are.
   for (const entry of metadata.operators.flatMap((operator) => operator.files)) {
     if (entry.checkpoint === undefined) continue;
-    const path = `${checkpointDir(job, entry.checkpoint)}/${entry.file}`;
+    const path = `${checkpointDir(dirname(dir), entry.checkpoint)}/${entry.file}`;
     try {
       bytes.set(sharedName(entry), await storage.read(path));
     } catch (error) {
@@ -202,7 +253,7 @@ export async function summarizeCheckpoint(
 }
 
 interface StateTally {
-  meta: { name: string; kind: StateKind; serializer: string; serializerVersion: number };
+  meta: StateMeta;
   keys: Set<unknown>;
   entries: number;
   namespaces: Set<string>;
@@ -240,6 +291,7 @@ function finish({ meta, keys, entries, namespaces, bytes, keyGroups }: StateTall
     kind: meta.kind,
     serializer: meta.serializer,
     serializerVersion: meta.serializerVersion,
+    ttl: meta.ttl === true,
     keys: keys.size,
     entries,
     namespaces: namespaces.size,
@@ -263,6 +315,14 @@ function join(dir: string, name: string): string {
 
 function basename(path: string): string {
   return path.slice(path.lastIndexOf('/') + 1);
+}
+
+function dirname(path: string): string {
+  return path.includes('/') ? path.slice(0, path.lastIndexOf('/')) : '';
+}
+
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 /** How a file shared from an earlier checkpoint (incremental) is named in a summary: relative to this checkpoint. */

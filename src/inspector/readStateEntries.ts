@@ -1,40 +1,40 @@
 import superjson from 'superjson';
 import { decodeFile } from '../checkpoint/fileFormat';
 import { checkMetadata } from '../checkpoint/loadCheckpoint';
-import { METADATA_FILE, checkpointDir, type CheckpointMetadata, type OperatorStatePayload } from '../checkpoint/layout';
+import { METADATA_FILE, type CheckpointMetadata, type OperatorStatePayload } from '../checkpoint/layout';
 import type { CheckpointStorage, Key } from '../core/types';
 import { decodeKey } from '../state/keyCodec';
 import { forEachPayloadEntry } from '../state/payloadEntries';
-import { storedValueDecoder } from '../stateProcessor/serializerById';
+import { storedValueDecoder, type StoredValue } from '../stateProcessor/serializerById';
 
 /**
- * The keyed state a checkpoint holds, decoded without the job's code: every entry of every state of every operator,
- * with its value turned back into what the job stored (Date, Map, Set and BigInt included) for the serializers weir
- * ships. Backs the visual inspector's key browser and checkpoint diff; `readCheckpoint.ts` has the summaries.
+ * The keyed state a checkpoint or savepoint holds, decoded without the job's code: every entry of every state of
+ * every operator, with its value turned back into what the job stored (Date, Map, Set and BigInt included) for the
+ * serializers weir ships, and a TTL state's value apart from its access times. Backs the visual inspector's key
+ * browser and diff; `readCheckpoint.ts` has the summaries.
  */
 
-/** One key's value of one state (in one window, for windowed state). */
-export interface StateEntry {
+/**
+ * One key's value of one state (in one window, for windowed state): the decoded value, or the stored form when the
+ * serializer is not one weir ships (`decoded: false`), and for a TTL state its `lastAccess` time(s).
+ */
+export interface StateEntry extends StoredValue {
   readonly key: Key;
   /** The window (or other namespace) the value is scoped to; undefined for plain keyed state. */
   readonly namespace?: string;
   readonly keyGroup: number;
-  /** The decoded value; the stored form when the serializer is not one weir ships (see `decoded`). */
-  readonly value: unknown;
-  /** False when the value could not be decoded and `value` is the stored form. */
-  readonly decoded: boolean;
 }
 
 /** All entries of one checkpoint: uid → state name → entries, in snapshot order. */
 export type CheckpointEntries = Map<string, Map<string, StateEntry[]>>;
 
 /**
- * Reads and decodes every keyed entry of checkpoint `id` of `job`. Throws (with the file named) when the metadata or
- * a state file is missing or damaged: the summaries report such checkpoints, this reads only sound ones.
- * @example const entries = await readCheckpointEntries(storage, 'clicks', 3); entries.get('per-user')?.get('reduce')
+ * Reads and decodes every keyed entry of the checkpoint or savepoint in directory `dir` (a summary's `path`).
+ * Throws (with the file named) when the metadata or a state file is missing or damaged: the summaries report such
+ * checkpoints, this reads only sound ones.
+ * @example const entries = await readCheckpointEntries(storage, 'clicks/chk-3'); entries.get('per-user')?.get('reduce')
  */
-export async function readCheckpointEntries(storage: CheckpointStorage, job: string, id: number): Promise<CheckpointEntries> {
-  const dir = checkpointDir(job, id);
+export async function readCheckpointEntries(storage: CheckpointStorage, dir: string): Promise<CheckpointEntries> {
   const where = (file: string) => (storage.describe ? storage.describe(`${dir}/${file}`) : `${dir}/${file}`);
   const metadata: CheckpointMetadata = checkMetadata(decodeFile('metadata', await storage.read(`${dir}/${METADATA_FILE}`), where(METADATA_FILE)), where(METADATA_FILE));
   const result: CheckpointEntries = new Map();
@@ -44,13 +44,12 @@ export async function readCheckpointEntries(storage: CheckpointStorage, job: str
       const payload = decodeFile('state', await storage.read(`${dir}/${file}`), where(file)) as OperatorStatePayload;
       if (!payload.keyed) continue;
       const metas = payload.keyed.states;
-      const decoders = metas.map((meta) => storedValueDecoder(meta.serializer));
+      const decoders = metas.map(storedValueDecoder);
       for (const meta of metas) if (!states.has(meta.name)) states.set(meta.name, []);
       forEachPayloadEntry(payload.keyed, { maxParallelism: metadata.maxParallelism, keyGroups: true }, ([index, key, value, namespace], keyGroup) => {
         const meta = metas[index];
         if (meta === undefined) throw new Error(`${where(file)}: an entry names state #${index}, which the file does not declare`);
-        const decoded = decoders[index]!(value, meta.serializerVersion);
-        states.get(meta.name)!.push({ key: decodeKey(key), ...(namespace ? { namespace } : {}), keyGroup, ...decoded });
+        states.get(meta.name)!.push({ key: decodeKey(key), ...(namespace ? { namespace } : {}), keyGroup, ...decoders[index]!(value) });
       });
     }
     result.set(operator.uid, states);
@@ -102,8 +101,9 @@ export interface StateDiff {
 
 /**
  * Per operator and state: the keys `after` has that `before` has not, the other way round, and those whose value
- * differs (compared in their superjson form, so a Map or Date compares by content).
- * @example diffCheckpointEntries(await readCheckpointEntries(s, 'clicks', 3), await readCheckpointEntries(s, 'clicks', 4))
+ * differs (compared in their superjson form, so a Map or Date compares by content). A TTL state's value read or
+ * written again unchanged is unchanged: only its `lastAccess` moved.
+ * @example diffCheckpointEntries(await readCheckpointEntries(s, 'clicks/chk-3'), await readCheckpointEntries(s, 'clicks/chk-4'))
  */
 export function diffCheckpointEntries(before: CheckpointEntries, after: CheckpointEntries): StateDiff[] {
   const diffs: StateDiff[] = [];

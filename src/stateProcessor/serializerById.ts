@@ -1,4 +1,5 @@
-import type { Serializer } from '../core/types';
+import type { Serializer, StateMeta } from '../core/types';
+import type { EncodedStamped } from '../state/ttl/ttlDescriptor';
 import { autoSerializer, jsonSerializer, mapSerializer, superjsonSerializer } from '../state/serializers';
 
 /**
@@ -31,22 +32,35 @@ export function serializerById(id: string): Serializer<unknown> | undefined {
 export interface StoredValue {
   readonly value: unknown;
   readonly decoded: boolean;
+  /**
+   * State with a TTL: when the value was last accessed (written, or read under `update: 'on-read-and-write'`), in ms
+   * on the clock the TTL runs on (processing or event time); for a list or map one time per element, in the value's
+   * order. It expires the descriptor's `ttl` ms later (a duration snapshots do not hold).
+   */
+  readonly lastAccess?: number | number[];
 }
 
 /**
- * A lenient decoder for values saved under serializer `id`, for tools that show whatever a checkpoint holds: values of
+ * A lenient decoder for values of the saved state `meta`, for tools that show whatever a checkpoint holds: values of
  * a built-in serializer decoded (with the serializer version they were written with), those of another id or that
- * fail to decode given as stored.
+ * fail to decode given as stored. TTL state comes back as the job sees it, its access times apart.
  */
-export function storedValueDecoder(id: string): (encoded: unknown, version: number) => StoredValue {
-  const serializer = serializerById(id);
-  if (serializer === undefined) return (encoded) => ({ value: encoded, decoded: false });
-  return (encoded, version) => {
+export function storedValueDecoder(meta: StateMeta): (encoded: unknown) => StoredValue {
+  const serializer = serializerById(meta.serializer);
+  const decode = (encoded: unknown): StoredValue => {
+    if (serializer === undefined) return { value: encoded, decoded: false };
     try {
-      return { value: serializer.decode(encoded, version), decoded: true };
+      return { value: serializer.decode(encoded, meta.serializerVersion), decoded: true };
     } catch {
       return { value: encoded, decoded: false };
     }
+  };
+  if (!meta.ttl) return decode;
+  // The access times sit beside the encoded value (`EncodedStamped`), so they are read even when the value is not.
+  return (encoded) => {
+    const [inner, lastAccess] = Array.isArray(encoded) && encoded.length === 2 ? (encoded as EncodedStamped) : [];
+    if (typeof lastAccess !== 'number' && !Array.isArray(lastAccess)) return { value: encoded, decoded: false };
+    return { ...decode(inner), lastAccess };
   };
 }
 

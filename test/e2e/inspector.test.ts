@@ -6,13 +6,15 @@ import { fileURLToPath } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fsCheckpointStorage } from 'weir/node';
-import { checkpointVisits } from '../query/fixtures';
+import { pausableSource } from '../checkpoint/fixtures';
+import { checkpointVisits, visits, visitsJob } from '../query/fixtures';
 import { artifactPath, buildPlayground, chromiumPath, launchChromium } from './e2eSupport';
 
 const bin = fileURLToPath(new URL('../../bin/weir.js', import.meta.url));
 
 // The visual inspector as `weir inspect <dir> --serve` serves it, on checkpoints of a test job (12 users, a count,
-// a Map of Dates and an average per user): counts, key search, diff, and a corrupted checkpoint shown with its error.
+// a Map of Dates and an average per user) and a savepoint of another run: counts, key search, diff, a savepoint
+// browsed and diffed like a checkpoint, and a corrupted checkpoint shown with its error.
 describe.skipIf(!chromiumPath)('visual inspector (Chromium, weir inspect --serve)', () => {
   let root: string;
   let uiDir: string;
@@ -31,6 +33,15 @@ describe.skipIf(!chromiumPath)('visual inspector (Chromium, weir inspect --serve
     const bytes = await readFile(join(dir, file));
     bytes[bytes.length - 5] = bytes[bytes.length - 5]! ^ 0x55;
     await writeFile(join(dir, file), bytes);
+    // A savepoint after 30 visits (savepoint 1) of a run checkpointing elsewhere, into the root's `savepoints`.
+    const elsewhere = await mkdtemp(join(tmpdir(), 'weir-inspector-e2e-run-'));
+    const paused = pausableSource(visits, [30]);
+    const running = visitsJob(paused.source, { storage: fsCheckpointStorage(elsewhere), chunkSize: 10 }).job.start();
+    await paused.reached(30);
+    await running.savepoint({ storage: fsCheckpointStorage(root) });
+    paused.release(30);
+    await running.done;
+    await rm(elsewhere, { recursive: true, force: true });
 
     uiDir = await buildPlayground();
     cli = spawn(process.execPath, [bin, 'inspect', root, '--serve'], { env: { ...process.env, WEIR_INSPECTOR_UI: uiDir }, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -66,9 +77,10 @@ describe.skipIf(!chromiumPath)('visual inspector (Chromium, weir inspect --serve
 
   it('shows the timeline, per-state counts and the key-group histogram', async () => {
     await page.goto(url);
-    await page.locator('#checkpoints tr[data-checkpoint="3"]').waitFor();
-    expect(await page.locator('#checkpoints tr[data-checkpoint]').count()).toBe(3);
-    // Every checkpoint with metadata is charted, the corrupted one too (its metadata is sound).
+    await page.locator('#checkpoints tr[data-path="visits/chk-3"]').waitFor();
+    expect(await page.locator('#checkpoints tr[data-kind="checkpoint"]').count()).toBe(3);
+    expect(await page.locator('#checkpoints tr[data-kind="savepoint"]').count()).toBe(1);
+    // Every checkpoint with metadata is charted, the corrupted one too (its metadata is sound); savepoints are not.
     expect(Number(await page.locator('#timeline').getAttribute('data-points'))).toBe(3);
     expect(await page.locator('#checkpoint-title').innerText()).toMatch(/checkpoint #3/);
     expect(await page.locator('tr[data-state="per-user/count"] td.keys').innerText()).toBe('12');
@@ -95,8 +107,8 @@ describe.skipIf(!chromiumPath)('visual inspector (Chromium, weir inspect --serve
   });
 
   it('diffs two checkpoints with before and after values', async () => {
-    await page.selectOption('#diff-from', '1');
-    await page.selectOption('#diff-to', '3');
+    await page.selectOption('#diff-from', 'visits/chk-1');
+    await page.selectOption('#diff-to', 'visits/chk-3');
     await page.click('#diff-run');
     const count = page.locator('.diff-state[data-state="per-user/count"]');
     await count.waitFor();
@@ -106,14 +118,37 @@ describe.skipIf(!chromiumPath)('visual inspector (Chromium, weir inspect --serve
     expect(await count.locator('tr.changed').first().innerText()).toMatch(/admin-0\s+\d\s+5/);
   });
 
+  it('browses and diffs a savepoint like a checkpoint', async () => {
+    const row = page.locator('#checkpoints tr[data-kind="savepoint"]');
+    expect(await row.innerText()).toMatch(/1\s+savepoint\s+complete/);
+    const path = (await row.getAttribute('data-path'))!;
+    expect(path).toMatch(/^savepoints\/savepoint-visits-1-[0-9a-f]{8}$/);
+    await row.click();
+    await page.waitForFunction(() => /savepoint #1 of visits/.test(document.querySelector('#checkpoint-title')?.textContent ?? ''));
+    expect(await page.locator('tr[data-state="per-user/count"] td.keys').innerText()).toBe('12');
+    await page.selectOption('#browse-state', { label: 'per-user / count' });
+    await page.waitForFunction(() => document.querySelector('#keys')?.getAttribute('data-total') === '12');
+    // admin-0 made visits 10 and 22 of the first 30.
+    await page.fill('#prefix', 'admin-0');
+    await page.waitForFunction(() => document.querySelector('#keys')?.getAttribute('data-total') === '1');
+    expect(await page.locator('#keys tr').nth(1).innerText()).toMatch(/admin-0\s+\d+\s+2/);
+    await page.fill('#prefix', '');
+    await page.selectOption('#diff-from', path);
+    await page.selectOption('#diff-to', 'visits/chk-3');
+    await page.click('#diff-run');
+    await page.locator(`#diff[data-from="${path}"]`).waitFor();
+    const count = page.locator('.diff-state[data-state="per-user/count"]');
+    expect(await count.getAttribute('data-changed')).toBe('12');
+  });
+
   it('shows a corrupted checkpoint with its error, and diffing it explains why it cannot', async () => {
-    expect(await page.locator('#checkpoints tr[data-checkpoint="2"]').innerText()).toMatch(/corrupted.*per-user\.0/s);
-    await page.selectOption('#checkpoint', '2');
+    expect(await page.locator('#checkpoints tr[data-path="visits/chk-2"]').innerText()).toMatch(/corrupted.*per-user\.0/s);
+    await page.selectOption('#checkpoint', 'visits/chk-2');
     const error = page.locator('#checkpoint-error');
     await error.waitFor({ state: 'visible' });
     expect(await error.innerText()).toMatch(/checkpoint #2 is corrupted: .*per-user\.0.*(checksum|crc|corrupt)/i);
     await page.screenshot({ path: await artifactPath('inspector.png'), fullPage: true });
-    await page.selectOption('#diff-from', '2');
+    await page.selectOption('#diff-from', 'visits/chk-2');
     await page.click('#diff-run');
     await page.locator('#diff .error-text').waitFor();
     expect(await page.locator('#diff').innerText()).toMatch(/cannot diff: .*per-user\.0/);

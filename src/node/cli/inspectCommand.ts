@@ -1,7 +1,7 @@
 import { readdir, stat } from 'node:fs/promises';
 import { basename, dirname, resolve } from 'node:path';
 import { checkpointIdOf, METADATA_FILE } from '../../checkpoint/layout';
-import { inspectStorage, type CheckpointSummary, type JobSummary } from '../../inspector/readCheckpoint';
+import { checkpointHistory, checkpointRefOf, inspectStorage, type CheckpointSummary, type JobSummary } from '../../inspector/readCheckpoint';
 import { fsCheckpointStorage } from '../fsCheckpointStorage';
 import { errorCode } from '../fsInternals';
 
@@ -13,17 +13,20 @@ export interface InspectOptions {
   err: NodeJS.WritableStream & { isTTY?: boolean };
 }
 
-/** A checkpoint path the CLI was given, resolved to a storage root, its jobs, and maybe one checkpoint. */
+/** A path the CLI was given, resolved to a storage root, its jobs, and maybe one checkpoint or savepoint in it. */
 export interface Target {
   root: string;
+  /** Job names; every job under the root when undefined. */
   jobs: string[] | undefined;
-  ids: number[] | undefined;
+  /** Checkpoint or savepoint directories in the root; all of the jobs' when undefined. */
+  paths: string[] | undefined;
 }
 
 /**
- * `weir inspect <checkpoint-dir | job-dir | checkpoints-root>`: reads every checkpoint under the path and prints
- * a table of jobs and checkpoints, then per checkpoint its operators and states; `--json` prints the summaries.
- * Returns the exit code: 0 once the path was read (damaged checkpoints are part of the report), 1 when it cannot be.
+ * `weir inspect <checkpoint-dir | savepoint-dir | job-dir | checkpoints-root>`: reads every checkpoint and savepoint
+ * under the path and prints a table of them per job, then for each its operators and states; `--json` prints the
+ * summaries. Returns the exit code: 0 once the path was read (damaged checkpoints are part of the report), 1 when it
+ * cannot be.
  */
 export async function inspectCommand(path: string, options: InspectOptions): Promise<number> {
   const target = await resolveTarget(resolve(path));
@@ -34,7 +37,7 @@ export async function inspectCommand(path: string, options: InspectOptions): Pro
   const progress = options.err.isTTY ? progressBar(options.err) : undefined;
   let jobs: JobSummary[];
   try {
-    jobs = await inspectStorage(fsCheckpointStorage(target.root), { jobs: target.jobs, ids: target.ids, onProgress: progress?.update });
+    jobs = await inspectStorage(fsCheckpointStorage(target.root), { jobs: target.jobs, paths: target.paths, onProgress: progress?.update });
   } finally {
     progress?.clear();
   }
@@ -46,22 +49,31 @@ export async function inspectCommand(path: string, options: InspectOptions): Pro
   return 0;
 }
 
-/** Where a path points: a checkpoint (`chk-<id>`), a job's directory, or a root of jobs; a string says what is wrong. */
+/**
+ * Where a path points: a checkpoint (`chk-<id>`), a savepoint (`savepoint-<job>-<id>-<random>`), a job's directory
+ * (with the job's savepoints beside it, in the same root), or a root of jobs and savepoints; a string says what is
+ * wrong.
+ */
 export async function resolveTarget(path: string): Promise<Target | string> {
   let names: string[];
+  const usage = 'pass a checkpoint (chk-<id>) or savepoint directory, a job\'s directory or the checkpoints root';
   try {
-    if (!(await stat(path)).isDirectory()) return `${path} is not a directory; pass a checkpoint directory (chk-<id>), a job's directory or the checkpoints root`;
+    if (!(await stat(path)).isDirectory()) return `${path} is not a directory; ${usage}`;
     names = await readdir(path);
   } catch (error) {
     return errorCode(error) === 'ENOENT' ? `${path} does not exist` : `${path} cannot be read: ${(error as Error).message}`;
   }
-  const id = checkpointIdOf(basename(path));
-  if (id !== undefined || names.includes(METADATA_FILE)) {
-    if (id === undefined) return `${path} holds a _metadata file but is not named chk-<id>; weir cannot tell which checkpoint it is`;
-    return { root: dirname(dirname(path)), jobs: [basename(dirname(path))], ids: [id] };
+  const name = basename(path);
+  // A savepoint's name alone says what it is; a checkpoint's needs its job's directory.
+  const savepoint = checkpointRefOf(name);
+  if (savepoint) return { root: dirname(path), jobs: [savepoint.job], paths: [name] };
+  const checkpoint = checkpointRefOf(`${basename(dirname(path))}/${name}`);
+  if (checkpoint) return { root: dirname(dirname(path)), jobs: [checkpoint.job], paths: [checkpoint.path] };
+  if (names.includes(METADATA_FILE)) {
+    return `${path} holds a _metadata file but is named neither chk-<id> nor savepoint-<job>-<id>-<random>; weir cannot tell which checkpoint or savepoint it is: give it back its name`;
   }
-  if (names.some((name) => checkpointIdOf(name) !== undefined)) return { root: dirname(path), jobs: [basename(path)], ids: undefined };
-  return { root: path, jobs: undefined, ids: undefined };
+  if (names.some((child) => checkpointIdOf(child) !== undefined)) return { root: dirname(path), jobs: [name], paths: undefined };
+  return { root: path, jobs: undefined, paths: undefined };
 }
 
 /** A one-line progress bar on a TTY, redrawn at most every 50 ms. */
@@ -85,16 +97,19 @@ function progressBar(stream: NodeJS.WritableStream) {
 }
 
 export function renderReport(root: string, jobs: JobSummary[]): string {
-  const lines: string[] = [`checkpoints in ${root}`];
-  if (jobs.length === 0) lines.push('', 'no jobs found (a job directory holds chk-<id> directories)');
-  for (const { job, checkpoints } of jobs) {
-    lines.push('', `job ${job}: ${checkpoints.length} checkpoint${checkpoints.length === 1 ? '' : 's'}`);
+  const lines: string[] = [`checkpoints and savepoints in ${root}`];
+  if (jobs.length === 0) lines.push('', 'no jobs found (a job directory holds chk-<id> directories; savepoints are savepoint-<job>-<id>-<random> directories)');
+  for (const summary of jobs) {
+    const { job, checkpoints, savepoints } = summary;
+    lines.push('', `job ${job}: ${plural(checkpoints.length, 'checkpoint')}, ${plural(savepoints.length, 'savepoint')}`);
+    const all = checkpointHistory(summary);
     lines.push(
       ...indent(
         table(
-          ['ID', 'STATUS', 'TIME', 'DURATION', 'PERSISTED', 'FULL SIZE'],
-          checkpoints.map((c) => [
+          ['ID', 'KIND', 'STATUS', 'TIME', 'DURATION', 'PERSISTED', 'FULL SIZE'],
+          all.map((c) => [
             String(c.id),
+            c.kind,
             c.status,
             c.timestamp === undefined ? '-' : formatTime(c.timestamp),
             c.durationMs === undefined ? '-' : `${c.durationMs} ms`,
@@ -104,13 +119,13 @@ export function renderReport(root: string, jobs: JobSummary[]): string {
         ),
       ),
     );
-    for (const checkpoint of checkpoints) lines.push('', ...renderCheckpoint(checkpoint));
+    for (const checkpoint of all) lines.push('', ...renderCheckpoint(checkpoint));
   }
   return `${lines.join('\n')}\n`;
 }
 
 function renderCheckpoint(c: CheckpointSummary): string[] {
-  const lines = [`${c.path}: ${c.status}`];
+  const lines = [`${c.kind} ${c.path}: ${c.status}`];
   if (c.error) lines.push(`  error: ${c.error}`);
   for (const operator of c.operators) {
     const extra = operator.operatorStateBytes > 0 ? `, operator state ${formatBytes(operator.operatorStateBytes)}` : '';
@@ -119,7 +134,7 @@ function renderCheckpoint(c: CheckpointSummary): string[] {
     if (operator.states.length === 0) continue;
     const rows = operator.states.map((s) => [
       s.name,
-      s.kind,
+      s.ttl ? `${s.kind} +ttl` : s.kind,
       `${s.serializer} v${s.serializerVersion}`,
       String(s.keys),
       String(s.entries),
@@ -130,6 +145,10 @@ function renderCheckpoint(c: CheckpointSummary): string[] {
     lines.push(...indent(table(['STATE', 'KIND', 'SERIALIZER', 'KEYS', 'ENTRIES', 'WINDOWS', 'SIZE', 'KEY GROUPS'], rows), '    '));
   }
   return lines;
+}
+
+function plural(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? '' : 's'}`;
 }
 
 function table(header: string[], rows: string[][]): string[] {

@@ -13,9 +13,10 @@ export interface ServeOptions {
 }
 
 /**
- * `weir inspect <path> --serve`: serves the visual inspector on 127.0.0.1 (a free port) over the checkpoints under
- * the path, prints its URL and runs until interrupted. The page is the built playground app (`playground/dist`, or
- * the directory in `WEIR_INSPECTOR_UI`); in a checkout where it is not built yet, it is built first with vite.
+ * `weir inspect <path> --serve`: serves the visual inspector on 127.0.0.1 (a free port) over the checkpoints and
+ * savepoints under the path, prints its URL and runs until interrupted. The page is the built playground app
+ * (`playground/dist`, or the directory in `WEIR_INSPECTOR_UI`); in a checkout where it is not built yet, it is built
+ * first with vite.
  */
 export async function inspectServeCommand(path: string, options: ServeOptions): Promise<number> {
   const target = await resolveTarget(resolve(path));

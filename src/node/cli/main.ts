@@ -2,11 +2,11 @@ import { parseArgs } from 'node:util';
 import { inspectCommand } from './inspectCommand';
 import { inspectServeCommand } from './inspectServeCommand';
 
-const USAGE = `usage: weir inspect <checkpoint-dir | job-dir | checkpoints-root> [--json] [--serve]
+const USAGE = `usage: weir inspect <checkpoint-dir | savepoint-dir | job-dir | checkpoints-root> [--json] [--serve]
 
-  inspect   show the jobs and checkpoints under a path: status (complete, incomplete,
-            corrupted with its error), time, duration, bytes; per checkpoint the operators
-            and their states with key counts and sizes
+  inspect   show the jobs, checkpoints and savepoints under a path: status (complete,
+            incomplete, corrupted with its error), time, duration, bytes; for each the
+            operators and their states with key counts and sizes
   --json    print the report as JSON, for scripts
   --serve   serve the visual inspector on 127.0.0.1 (a free port) and print its URL
   --help    show this help

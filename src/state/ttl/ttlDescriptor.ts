@@ -9,13 +9,19 @@ import { isExpired, type ResolvedTtl } from './ttlConfig';
  */
 export type Stamped<T> = [value: T, lastAccess: number];
 
+/**
+ * A stored value as `ttlSerializer` encodes it in a snapshot: the descriptor serializer's encoding of the value (of
+ * the whole list or map), then the time of last access, or for a list or map one time per element, in order.
+ */
+export type EncodedStamped = [encoded: unknown, lastAccess: number | number[]];
+
 /** Passed to `add` of a stored reducing or aggregating state: sets the access time without adding a value. */
 export const RESTAMP: unique symbol = Symbol('restamp');
 
 /**
  * The serializer of the stored form, over the descriptor's own: the values are encoded by it (a list or map as a
- * whole, so any list or map serializer works), their times alongside, in the same order. It keeps the id and version
- * of the serializer it wraps: the state's `ttl` flag in its meta says which form was saved.
+ * whole, so any list or map serializer works), their times alongside, in the same order (`EncodedStamped`). It keeps
+ * the id and version of the serializer it wraps: the state's `ttl` flag in its meta says which form was saved.
  */
 export function ttlSerializer(inner: Serializer<unknown>, kind: StateKind): Serializer<unknown> {
   const { id, version } = inner;

@@ -14,7 +14,7 @@ import type {
 import { checkSameRegistration } from '../stateChecks';
 import { unbucketedCount } from '../payloadEntries';
 import { isExpired, resolveTtl, sameTtl, ttlNow, type ResolvedTtl } from './ttlConfig';
-import { storedDescriptor, type Stamped } from './ttlDescriptor';
+import { storedDescriptor, type EncodedStamped, type Stamped } from './ttlDescriptor';
 import { TtlAggregatingState, TtlListState, TtlMapState, TtlReducingState, TtlValueState, type TtlScope } from './ttlStates';
 
 /**
@@ -294,7 +294,7 @@ function withoutExpired(payload: KeyedStatePayload, filtered: ReadonlyMap<string
  * (see `ttlSerializer`), so only a list or map with some expired elements is decoded and encoded again.
  */
 function liveEncoded(entry: TtlEntry, serializerVersion: number, encoded: unknown, now: number): unknown {
-  const [, times] = encoded as [unknown, number | number[]];
+  const [, times] = encoded as EncodedStamped;
   if (!Array.isArray(times)) return isExpired(times, entry.config, now) ? undefined : encoded;
   const expired = times.filter((time) => isExpired(time, entry.config, now)).length;
   if (expired === 0) return encoded;
