@@ -12,6 +12,7 @@ import { DEFAULT_MAX_PARALLELISM } from './keyGroups';
 import { restartStrategy, type RestartStrategyOptions } from './restartStrategy';
 import { RunningJob } from './runningJob';
 import type { CheckpointStorage, Scheduler, Source, StateBackend } from './types';
+import { DEFAULT_CHUNK_SIZE } from './yieldToEventLoop';
 
 /** Flink's default checkpoint timeout: 10 minutes. */
 const DEFAULT_CHECKPOINT_TIMEOUT = 600_000;
@@ -75,7 +76,7 @@ export interface JobOptions {
   parallelism?: number;
   /** The job's clock: periodic checkpoints, restart delays, timestamps. `asyncScheduler` by default. */
   scheduler?: Scheduler;
-  /** Records a source reads between two yields to the event loop (default 1024). */
+  /** Records a source reads between two yields to the event loop (default 1024 in Node, 4096 in browsers). */
   chunkSize?: number;
   /** Where warnings go (a checkpoint skipped on restore, …); `console.warn` by default. */
   onWarning?: (message: string) => void;
@@ -196,7 +197,7 @@ export class Job {
         scheduler,
         stateBackend: this.options.stateBackend ?? heapStateBackend(),
         maxParallelism,
-        chunkSize: this.options.chunkSize ?? 1024,
+        chunkSize: this.options.chunkSize ?? DEFAULT_CHUNK_SIZE,
         coordinator,
         alignment: { mode: checkpoints?.mode ?? 'exactly-once', alignedTimeout: checkpoints?.alignedTimeout },
       },
