@@ -21,8 +21,18 @@ export function checkpointIdOf(name: string): number | undefined {
 }
 
 /**
- * The job and checkpoint id a savepoint directory's name carries (`savepoint-<job>-<id>-<random>`, as the coordinator
- * names it), or undefined for anything else. The id and random parts contain no `-`, so a job name may.
+ * A new savepoint's directory: `savepoint-<job>-<id>-<random>` in `dir` (`savepointOf` reads the name back).
+ * Checkpoint ids start over in every run that is not restored from a checkpoint, so the random part (as in Flink's
+ * savepoint names) keeps a savepoint from being written over the one the run was restored from.
+ */
+export function savepointDir(dir: string, job: string, id: number): string {
+  const random = Array.from(crypto.getRandomValues(new Uint8Array(4)), (byte) => byte.toString(16).padStart(2, '0')).join('');
+  return `${dir.replace(/\/+$/, '')}/savepoint-${job}-${id}-${random}`;
+}
+
+/**
+ * The job and checkpoint id a savepoint directory's name carries (`savepoint-<job>-<id>-<random>`, see
+ * `savepointDir`), or undefined for anything else. The id and random parts contain no `-`, so a job name may.
  */
 export function savepointOf(name: string): { job: string; id: number } | undefined {
   const match = /^savepoint-(.+)-(\d+)-[0-9a-f]+$/.exec(name);
@@ -54,6 +64,33 @@ export interface StateFileEntry {
    * the deltas after it.
    */
   checkpoint?: number;
+}
+
+/**
+ * Where a state file of the checkpoint in directory `dir` is: in `dir`, or, shared from an earlier checkpoint of the
+ * job (incremental), in that checkpoint's directory beside it.
+ */
+export function stateFilePath(dir: string, entry: Pick<StateFileEntry, 'file' | 'checkpoint'>): string {
+  if (entry.checkpoint === undefined) return `${dir}/${entry.file}`;
+  const jobDir = dir.includes('/') ? dir.slice(0, dir.lastIndexOf('/') + 1) : '';
+  return `${jobDir}chk-${entry.checkpoint}/${entry.file}`;
+}
+
+/**
+ * Whether an operator's files in a checkpoint build on earlier checkpoints' (incremental): its keyed state is then a
+ * base and deltas, each key's latest value and removal applying over the files before (see `restoreOrder`).
+ */
+export function isIncremental(files: readonly StateFileEntry[]): boolean {
+  return files.some((entry) => entry.checkpoint !== undefined);
+}
+
+/**
+ * The positions of an operator's `files` in checkpoint `id`'s metadata in the order a restore applies their keyed
+ * state: the base first, then each delta in checkpoint order. The coordinator lists a delta's own files before the
+ * chain's; a stable sort keeps each checkpoint's files in their order.
+ */
+export function restoreOrder(files: readonly StateFileEntry[], id: number): number[] {
+  return Array.from(files.keys()).sort((a, b) => (files[a]!.checkpoint ?? id) - (files[b]!.checkpoint ?? id));
 }
 
 /** The `_metadata` payload: everything needed to find and check a checkpoint's files. */

@@ -2,7 +2,16 @@ import { CheckpointCorruptedError, CheckpointNotFoundError, ForeignCheckpointErr
 import type { CheckpointStorage, Json, KeyGroupRange, KeyedStatePayload } from '../core/types';
 import { checkStatePayload, isStateFileEntry } from './checkPayloads';
 import { decodeFile } from './fileFormat';
-import { METADATA_FILE, checkpointDir, checkpointIdOf, type CheckpointMetadata, type OperatorStatePayload, type StateFileEntry } from './layout';
+import {
+  METADATA_FILE,
+  checkpointDir,
+  checkpointIdOf,
+  restoreOrder,
+  stateFilePath,
+  type CheckpointMetadata,
+  type OperatorStatePayload,
+  type StateFileEntry,
+} from './layout';
 
 /** A checkpoint read back and fully checked: every file present, every checksum right. */
 export interface LoadedCheckpoint {
@@ -46,21 +55,7 @@ export async function loadCheckpoint(storage: CheckpointStorage, dir: string, jo
       `${where(METADATA_FILE)} belongs to job '${metadata.job}', not '${job}'; restore it with a job named '${metadata.job}' or pick this job's checkpoint`,
     );
   }
-  // A shared file (incremental checkpoints) is in the directory of the earlier checkpoint that wrote it.
-  const jobDir = dir.includes('/') ? dir.slice(0, dir.lastIndexOf('/') + 1) : '';
-  const readPayload = async (uid: string, entry: StateFileEntry): Promise<{ payload: OperatorStatePayload; bytes: number }> => {
-    const path = entry.checkpoint === undefined ? `${dir}/${entry.file}` : `${jobDir}chk-${entry.checkpoint}/${entry.file}`;
-    const name = storage.describe ? storage.describe(path) : `${storage.location}: ${path}`;
-    const bytes = await storage.read(path).catch((error: unknown) => {
-      if (!(error instanceof CheckpointNotFoundError) || entry.checkpoint === undefined) throw error;
-      throw new CheckpointCorruptedError(
-        `${name}: shared state file of checkpoint ${entry.checkpoint}, referenced by checkpoint ${metadata.id}, is missing; restore from another checkpoint`,
-        { cause: error },
-      );
-    });
-    const payload = checkStatePayload(decodeFile('state', bytes, name), uid, name);
-    return { payload, bytes: bytes.length };
-  };
+  const readPayload = (uid: string, entry: StateFileEntry) => readStateFile(storage, dir, metadata.id, uid, entry);
   let kept = 0;
   const states = new Map<string, RestoredOperator>();
   for (const operator of metadata.operators) {
@@ -80,9 +75,7 @@ export async function loadCheckpoint(storage: CheckpointStorage, dir: string, jo
       operators,
       hasKeyed: files.some((entry) => entry.keyGroups !== null),
       async *keyed(range) {
-        // Incremental: the base first, then each delta in checkpoint order (a stable sort keeps each one's files in order).
-        const order = Array.from(files.keys()).sort((a, b) => (files[a]!.checkpoint ?? metadata.id) - (files[b]!.checkpoint ?? metadata.id));
-        for (const index of order) {
+        for (const index of restoreOrder(files, metadata.id)) {
           const entry = files[index]!;
           const groups = entry.keyGroups;
           if (groups === null || (range && (groups[1] < range.start || groups[0] > range.end))) continue;
@@ -93,6 +86,29 @@ export async function loadCheckpoint(storage: CheckpointStorage, dir: string, jo
     });
   }
   return { path: dir, metadata, states };
+}
+
+/**
+ * Reads and checks one state file of operator `uid` listed in the metadata of checkpoint `id` in directory `dir`
+ * (a shared one where it is, see `stateFilePath`), with its size.
+ */
+export async function readStateFile(
+  storage: CheckpointStorage,
+  dir: string,
+  id: number,
+  uid: string,
+  entry: StateFileEntry,
+): Promise<{ payload: OperatorStatePayload; bytes: number }> {
+  const path = stateFilePath(dir, entry);
+  const name = storage.describe ? storage.describe(path) : `${storage.location}: ${path}`;
+  const bytes = await storage.read(path).catch((error: unknown) => {
+    if (!(error instanceof CheckpointNotFoundError) || entry.checkpoint === undefined) throw error;
+    throw new CheckpointCorruptedError(
+      `${name}: shared state file of checkpoint ${entry.checkpoint}, referenced by checkpoint ${id}, is missing; restore from another checkpoint`,
+      { cause: error },
+    );
+  });
+  return { payload: checkStatePayload(decodeFile('state', bytes, name), uid, name), bytes: bytes.length };
 }
 
 /**

@@ -1,8 +1,19 @@
+import { checkStatePayload } from '../checkpoint/checkPayloads';
 import { decodeFile } from '../checkpoint/fileFormat';
 import { checkMetadata } from '../checkpoint/loadCheckpoint';
-import { METADATA_FILE, checkpointDir, checkpointIdOf, savepointOf, type CheckpointMetadata, type OperatorRole, type OperatorStatePayload } from '../checkpoint/layout';
-import type { CheckpointStorage, StateKind, StateMeta } from '../core/types';
+import {
+  METADATA_FILE,
+  checkpointIdOf,
+  isIncremental,
+  restoreOrder,
+  savepointOf,
+  stateFilePath,
+  type CheckpointMetadata,
+  type OperatorRole,
+} from '../checkpoint/layout';
+import type { CheckpointStorage, KeyedStatePayload, StateKind, StateMeta } from '../core/types';
 import { forEachPayloadEntry } from '../state/payloadEntries';
+import { restoredPayload } from '../state/restoredPayload';
 
 /**
  * Reads what checkpoints and savepoints hold without the job's code, on any `CheckpointStorage` (the same layout
@@ -203,7 +214,7 @@ export async function summarizeCheckpoint(
   // Incremental checkpoints reference files in earlier checkpoints' directories of the job: read those where they are.
   for (const entry of metadata.operators.flatMap((operator) => operator.files)) {
     if (entry.checkpoint === undefined) continue;
-    const path = `${checkpointDir(dirname(dir), entry.checkpoint)}/${entry.file}`;
+    const path = stateFilePath(dir, entry);
     try {
       bytes.set(sharedName(entry), await storage.read(path));
     } catch (error) {
@@ -211,28 +222,38 @@ export async function summarizeCheckpoint(
     }
   }
   const operators = metadata.operators.map((operator): OperatorSummary => {
+    const { uid, files } = operator;
     const states = new Map<string, StateTally>();
     let operatorStateBytes = 0;
-    const operatorFiles = operator.files.map((entry) => {
+    const keyed: (KeyedStatePayload | undefined)[] = [];
+    const operatorFiles = files.map((entry) => {
       const file = entry.checkpoint === undefined ? entry.file : sharedName(entry);
       const data = bytes.get(file);
       const summary = { file, bytes: data?.length ?? 0, keyGroups: entry.keyGroups };
       try {
         if (!data) throw new Error(errors.get(file) ?? `${where(file)} is missing`);
-        const payload = decodeFile('state', data, where(file)) as OperatorStatePayload;
-        if (payload === null || typeof payload !== 'object' || payload.uid !== operator.uid) {
-          throw new Error(`${where(file)}: holds state of '${String(payload?.uid)}', expected '${operator.uid}'`);
-        }
-        if (payload.operator !== undefined) operatorStateBytes += utf8Length(JSON.stringify(payload.operator));
-        if (payload.keyed) tally(payload, states, metadata.maxParallelism);
+        const payload = checkStatePayload(decodeFile('state', data, where(file)), uid, where(file));
+        // A shared file's operator state is an earlier checkpoint's: this one's own files carry the current one.
+        if (entry.checkpoint === undefined && payload.operator !== undefined) operatorStateBytes += utf8Length(JSON.stringify(payload.operator));
+        keyed.push(payload.keyed);
         return summary;
       } catch (error) {
         problems.push((error as Error).message);
+        keyed.push(undefined);
         return { ...summary, error: (error as Error).message };
       }
     });
+    const { maxParallelism } = metadata;
+    try {
+      // An incremental checkpoint's base and deltas are counted as a restore applies them, not added up.
+      const inOrder = restoreOrder(files, metadata.id).flatMap((index) => keyed[index] ?? []);
+      const payloads = isIncremental(files) ? [restoredPayload(inOrder, { uid, maxParallelism, range: { start: 0, end: maxParallelism - 1 } })] : inOrder;
+      for (const payload of payloads) tally(payload, states, maxParallelism);
+    } catch (error) {
+      problems.push((error as Error).message);
+    }
     return {
-      uid: operator.uid,
+      uid,
       role: operator.role,
       files: operatorFiles,
       bytes: operatorFiles.reduce((sum, file) => sum + file.bytes, 0),
@@ -261,8 +282,8 @@ interface StateTally {
   keyGroups: Map<number, number>;
 }
 
-function tally(payload: OperatorStatePayload, states: Map<string, StateTally>, maxParallelism: number): void {
-  const { states: metas } = payload.keyed!;
+function tally(payload: KeyedStatePayload, states: Map<string, StateTally>, maxParallelism: number): void {
+  const { states: metas } = payload;
   const tallies = metas.map((meta) => {
     let state = states.get(meta.name);
     if (state === undefined) {
@@ -271,9 +292,9 @@ function tally(payload: OperatorStatePayload, states: Map<string, StateTally>, m
     }
     return state;
   });
-  forEachPayloadEntry(payload.keyed!, { maxParallelism, keyGroups: true }, ([index, key, value, namespace], keyGroup) => {
-    const state = tallies[index];
-    if (state === undefined) throw new Error(`a snapshot entry names state #${index}, which the snapshot does not declare`);
+  // Entries name declared states: `checkStatePayload` checked them.
+  forEachPayloadEntry(payload, { maxParallelism, keyGroups: true }, ([index, key, value, namespace], keyGroup) => {
+    const state = tallies[index]!;
     const encodedKey = typeof key === 'string' ? key : JSON.stringify(key);
     state.entries++;
     state.bytes += utf8Length(encodedKey) + utf8Length(JSON.stringify(value) ?? '');

@@ -1,10 +1,8 @@
 import superjson from 'superjson';
-import { decodeFile } from '../checkpoint/fileFormat';
-import { checkMetadata } from '../checkpoint/loadCheckpoint';
-import { METADATA_FILE, type CheckpointMetadata, type OperatorStatePayload } from '../checkpoint/layout';
 import type { CheckpointStorage, Key } from '../core/types';
 import { decodeKey } from '../state/keyCodec';
 import { forEachPayloadEntry } from '../state/payloadEntries';
+import { readSavepoint } from '../stateProcessor/readSavepoint';
 import { storedValueDecoder, type StoredValue } from '../stateProcessor/serializerById';
 
 /**
@@ -29,30 +27,32 @@ export interface StateEntry extends StoredValue {
 export type CheckpointEntries = Map<string, Map<string, StateEntry[]>>;
 
 /**
- * Reads and decodes every keyed entry of the checkpoint or savepoint in directory `dir` (a summary's `path`).
- * Throws (with the file named) when the metadata or a state file is missing or damaged: the summaries report such
- * checkpoints, this reads only sound ones.
+ * Reads and decodes every keyed entry of the checkpoint or savepoint in directory `dir` (a summary's `path`), through
+ * the State Processor API: an incremental checkpoint's entries are what a restore sees (its base with the deltas
+ * applied). Throws (with the file named) when the metadata or a state file is missing or damaged: the summaries
+ * report such checkpoints, this reads only sound ones.
  * @example const entries = await readCheckpointEntries(storage, 'clicks/chk-3'); entries.get('per-user')?.get('reduce')
  */
 export async function readCheckpointEntries(storage: CheckpointStorage, dir: string): Promise<CheckpointEntries> {
-  const where = (file: string) => (storage.describe ? storage.describe(`${dir}/${file}`) : `${dir}/${file}`);
-  const metadata: CheckpointMetadata = checkMetadata(decodeFile('metadata', await storage.read(`${dir}/${METADATA_FILE}`), where(METADATA_FILE)), where(METADATA_FILE));
+  const savepoint = await readSavepoint(storage, dir);
   const result: CheckpointEntries = new Map();
-  for (const operator of metadata.operators) {
+  for (const { uid } of savepoint.operators) {
     const states = new Map<string, StateEntry[]>();
-    for (const { file } of operator.files) {
-      const payload = decodeFile('state', await storage.read(`${dir}/${file}`), where(file)) as OperatorStatePayload;
-      if (!payload.keyed) continue;
-      const metas = payload.keyed.states;
+    for await (const { keyed } of savepoint.payloads(uid)) {
+      if (!keyed) continue;
+      const metas = keyed.states;
       const decoders = metas.map(storedValueDecoder);
-      for (const meta of metas) if (!states.has(meta.name)) states.set(meta.name, []);
-      forEachPayloadEntry(payload.keyed, { maxParallelism: metadata.maxParallelism, keyGroups: true }, ([index, key, value, namespace], keyGroup) => {
-        const meta = metas[index];
-        if (meta === undefined) throw new Error(`${where(file)}: an entry names state #${index}, which the file does not declare`);
-        states.get(meta.name)!.push({ key: decodeKey(key), ...(namespace ? { namespace } : {}), keyGroup, ...decoders[index]!(value) });
+      const lists = metas.map((meta) => {
+        let list = states.get(meta.name);
+        if (list === undefined) states.set(meta.name, (list = []));
+        return list;
+      });
+      // Entries name declared states: the State Processor API checked them.
+      forEachPayloadEntry(keyed, { maxParallelism: savepoint.maxParallelism, keyGroups: true }, ([index, key, value, namespace], keyGroup) => {
+        lists[index]!.push({ key: decodeKey(key), ...(namespace ? { namespace } : {}), keyGroup, ...decoders[index]!(value) });
       });
     }
-    result.set(operator.uid, states);
+    result.set(uid, states);
   }
   return result;
 }

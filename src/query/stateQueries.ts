@@ -1,4 +1,3 @@
-import { loadCheckpoint } from '../checkpoint/loadCheckpoint';
 import { METADATA_FILE, checkpointDir } from '../checkpoint/layout';
 import { CheckpointNotFoundError, JobDefinitionError } from '../core/errors';
 import type { CheckpointStorage, Key, StateDescriptor } from '../core/types';
@@ -7,6 +6,7 @@ import { copyValue } from '../state/copyValue';
 import { decodeKey } from '../state/keyCodec';
 import { forEachPayloadEntry } from '../state/payloadEntries';
 import { checkRestoredMeta } from '../state/stateChecks';
+import { readSavepoint } from '../stateProcessor/readSavepoint';
 import { compareKeys, decodeCursor, encodeCursor, isKey } from './keyOrder';
 import { InvalidQueryError, QueryableStateUnavailableError, UnknownQueryableStateError } from './queryErrors';
 import type { LiveQueryableState, QueryableStateEntry, QueryableStateInfo, QueryableStateRegistry } from './queryableStateRegistry';
@@ -221,16 +221,18 @@ export class StateQueries implements QueryableStateReader {
   }
 
   private async loadState(storage: CheckpointStorage, dir: string, { uid, descriptor }: QueryableStateEntry): Promise<CheckpointedState> {
-    const loaded = await loadCheckpoint(storage, dir, this.job);
+    // Through the State Processor API: an incremental checkpoint's state is its base with the deltas applied.
+    const checkpoint = await readSavepoint(storage, dir);
     const values = new Map<Key, unknown>();
     let version = descriptor.serializer.version;
-    for await (const keyed of loaded.states.get(uid)?.keyed() ?? []) {
+    const saved = checkpoint.operators.some((operator) => operator.uid === uid);
+    for await (const keyed of saved ? checkpoint.keyedPayloads(uid) : []) {
       const index = keyed.states.findIndex((meta) => meta.name === descriptor.name);
       if (index < 0) continue;
       const meta = keyed.states[index]!;
       checkRestoredMeta(uid, meta, descriptor);
       version = meta.serializerVersion;
-      forEachPayloadEntry(keyed, { maxParallelism: loaded.metadata.maxParallelism }, ([state, key, value, namespace]) => {
+      forEachPayloadEntry(keyed, { maxParallelism: checkpoint.maxParallelism }, ([state, key, value, namespace]) => {
         if (state === index && (namespace === undefined || namespace === '')) values.set(decodeKey(key), value);
       });
     }

@@ -1,12 +1,21 @@
-import { checkStatePayload } from '../checkpoint/checkPayloads';
 import { decodeFile } from '../checkpoint/fileFormat';
-import { checkMetadata } from '../checkpoint/loadCheckpoint';
-import { METADATA_FILE, type CheckpointMetadata, type OperatorRole, type OperatorStatePayload } from '../checkpoint/layout';
-import { CheckpointNotFoundError } from '../core/errors';
-import type { CheckpointStorage, Json, Key, KeyedStatePayload, Serializer, StateDescriptor, StateKind, StateMeta } from '../core/types';
+import { checkMetadata, readStateFile } from '../checkpoint/loadCheckpoint';
+import {
+  METADATA_FILE,
+  isIncremental,
+  restoreOrder,
+  type CheckpointMetadata,
+  type OperatorRole,
+  type OperatorStatePayload,
+  type StateFileEntry,
+} from '../checkpoint/layout';
+import { CheckpointCorruptedError, CheckpointNotFoundError } from '../core/errors';
+import type { CheckpointStorage, Json, Key, KeyedStatePayload, StateDescriptor, StateKind, StateMeta } from '../core/types';
 import { decodeKey } from '../state/keyCodec';
 import { forEachPayloadEntry } from '../state/payloadEntries';
+import { restoredPayload } from '../state/restoredPayload';
 import { decodeRestored, restoredDecoder } from '../state/stateChecks';
+import { splitStamped } from '../state/ttl/ttlDescriptor';
 import { serializerById } from './serializerById';
 
 /** One operator of a savepoint, as its `_metadata` lists it. */
@@ -74,36 +83,48 @@ export class SavepointReader {
   }
 
   get operators(): SavepointOperator[] {
-    return this.metadata.operators.map(({ uid, role, files }) => ({
-      uid,
-      role,
-      parallelism: files.length,
-      // By subtask, whichever order the instances' files were acknowledged in.
-      keyGroupRanges: [...files].sort((a, b) => a.subtask - b.subtask).flatMap((file) => (file.keyGroups ? [file.keyGroups] : [])),
-    }));
+    return this.metadata.operators.map(({ uid, role, files }) => {
+      const instances = bySubtask(files);
+      return { uid, role, parallelism: instances.length, keyGroupRanges: instances.flatMap(({ keyGroups }) => (keyGroups ? [keyGroups] : [])) };
+    });
   }
 
-  /** The payload of every state file of `uid`, in subtask order, read one at a time. */
+  /**
+   * What each instance of `uid` saved, in subtask order: the payload of each of its state files, read one at a time,
+   * or, in an incremental checkpoint, one payload per instance (its files read together) holding its keyed state as a
+   * restore sees it (the base with the deltas applied) and the operator state of its own files.
+   */
   async *payloads(uid: string, keyGroup?: number): AsyncGenerator<OperatorStatePayload> {
-    const operator = this.metadata.operators.find((candidate) => candidate.uid === uid);
-    if (!operator) {
-      throw new CheckpointNotFoundError(
-        `${describe(this.storage, this.path)} holds no operator '${uid}'; it has ${this.metadata.operators.map((o) => `'${o.uid}'`).join(', ') || 'none'}`,
-      );
-    }
-    const files = [...operator.files].sort((a, b) => a.subtask - b.subtask);
-    for (const file of files) {
-      if (keyGroup !== undefined && (file.keyGroups === null || keyGroup < file.keyGroups[0] || keyGroup > file.keyGroups[1])) continue;
-      const where = describe(this.storage, `${this.path}/${file.file}`);
-      yield checkStatePayload(decodeFile('state', await this.storage.read(`${this.path}/${file.file}`), where), uid, where);
+    const { files } = this.operator(uid);
+    const incremental = isIncremental(files);
+    const order = restoreOrder(files, this.metadata.id);
+    const covers = (entry: StateFileEntry) => keyGroup === undefined || (entry.keyGroups !== null && keyGroup >= entry.keyGroups[0] && keyGroup <= entry.keyGroups[1]);
+    for (const { subtask, keyGroups } of bySubtask(files)) {
+      const instance = order.map((index) => files[index]!).filter((entry) => entry.subtask === subtask && covers(entry));
+      if (!incremental) {
+        for (const entry of instance) yield await this.read(uid, entry);
+        continue;
+      }
+      if (instance.length === 0) continue;
+      let operator: Json | undefined;
+      const keyed: KeyedStatePayload[] = [];
+      for (const entry of instance) {
+        const payload = await this.read(uid, entry);
+        // A shared file's operator state is an earlier checkpoint's: this one's own files carry the current one.
+        if (entry.checkpoint === undefined) operator ??= payload.operator;
+        if (payload.keyed) keyed.push(payload.keyed);
+      }
+      const range = keyGroup === undefined ? keyGroups && { start: keyGroups[0], end: keyGroups[1] } : { start: keyGroup, end: keyGroup };
+      const restored = range && keyed.length > 0 ? restoredPayload(keyed, { uid, maxParallelism: this.maxParallelism, range }) : undefined;
+      yield { uid, ...(restored ? { keyed: restored } : {}), ...(operator === undefined ? {} : { operator }) };
     }
   }
 
   /** The keyed states of an operator (every state any of its files declares). */
   async states(uid: string): Promise<SavepointState[]> {
     const states = new Map<string, SavepointState>();
-    for await (const { keyed } of this.payloads(uid)) {
-      for (const meta of keyed?.states ?? []) {
+    for (const entry of [...this.operator(uid).files].sort((a, b) => a.subtask - b.subtask)) {
+      for (const meta of (await this.read(uid, entry)).keyed?.states ?? []) {
         if (!states.has(meta.name)) states.set(meta.name, { ...meta, version: meta.version ?? 1 });
       }
     }
@@ -118,7 +139,7 @@ export class SavepointReader {
     return new BatchedGenerator(this.keyedStateBatches(uid, name, options));
   }
 
-  /** `keyedState`'s pairs, a file at a time. */
+  /** `keyedState`'s pairs, a payload at a time. */
   private async *keyedStateBatches(uid: string, name: string, options: KeyedStateReadOptions): AsyncGenerator<[Key, unknown][]> {
     const namespace = options.namespace ?? '';
     for await (const { keyed } of this.payloads(uid, options.keyGroup)) {
@@ -146,6 +167,18 @@ export class SavepointReader {
   async *keyedPayloads(uid: string): AsyncGenerator<KeyedStatePayload> {
     for await (const { keyed } of this.payloads(uid)) if (keyed) yield keyed;
   }
+
+  private operator(uid: string): CheckpointMetadata['operators'][number] {
+    const operator = this.metadata.operators.find((candidate) => candidate.uid === uid);
+    if (operator) return operator;
+    throw new CheckpointNotFoundError(
+      `${describe(this.storage, this.path)} holds no operator '${uid}'; it has ${this.metadata.operators.map((o) => `'${o.uid}'`).join(', ') || 'none'}`,
+    );
+  }
+
+  private async read(uid: string, entry: StateFileEntry): Promise<OperatorStatePayload> {
+    return (await readStateFile(this.storage, this.path, this.metadata.id, uid, entry)).payload;
+  }
 }
 
 /**
@@ -157,11 +190,44 @@ export function readSavepoint(storage: CheckpointStorage, path: string): Promise
   return SavepointReader.open(storage, path.replace(/\/+$/, ''));
 }
 
-/** How values of a saved state are decoded: the descriptor's way, a built-in serializer's, or not at all. */
+/**
+ * How values of a saved state are decoded: the descriptor's way, a built-in serializer's, or not at all. A TTL state's
+ * values come without their access times, as the job reads them; expired ones too, as nothing here tells the time
+ * the TTL runs on.
+ */
 export function valueDecoder(meta: StateMeta, descriptor?: StateDescriptor<unknown>): (encoded: unknown) => unknown {
-  if (descriptor) return restoredDecoder(meta, descriptor);
   const serializer = serializerById(meta.serializer);
-  return serializer ? (encoded) => decodeRestored(serializer as Serializer<unknown>, encoded, meta) : (encoded) => encoded;
+  const decode = descriptor
+    ? restoredDecoder(meta, descriptor)
+    : serializer
+      ? (encoded: unknown) => decodeRestored(serializer, encoded, meta)
+      : (encoded: unknown) => encoded;
+  if (!meta.ttl) return decode;
+  return (encoded) => {
+    const stamped = splitStamped(encoded);
+    if (stamped === undefined) {
+      throw new CheckpointCorruptedError(
+        `state '${meta.name}' was saved with a TTL, but a saved value is not stored with its access time; the savepoint is damaged or was written by other code`,
+      );
+    }
+    return decode(stamped[0]);
+  };
+}
+
+/** One instance of an operator in a savepoint: its subtask, and the key groups its files cover (null: no keyed state). */
+interface Instance {
+  readonly subtask: number;
+  readonly keyGroups: [number, number] | null;
+}
+
+/** The instances an operator's files belong to, by subtask (a chunked or incremental instance has several files). */
+function bySubtask(files: readonly StateFileEntry[]): Instance[] {
+  const instances = new Map<number, [number, number] | null>();
+  for (const { subtask, keyGroups } of files) {
+    const known = instances.get(subtask) ?? null;
+    instances.set(subtask, keyGroups === null ? known : known === null ? keyGroups : [Math.min(known[0], keyGroups[0]), Math.max(known[1], keyGroups[1])]);
+  }
+  return Array.from(instances, ([subtask, keyGroups]) => ({ subtask, keyGroups })).sort((a, b) => a.subtask - b.subtask);
 }
 
 /**

@@ -1,11 +1,12 @@
 import { encodeFile } from '../checkpoint/fileFormat';
 import { METADATA_FILE, stateFileName, type CheckpointMetadata, type OperatorRole, type StateFileEntry } from '../checkpoint/layout';
-import { CheckpointNotFoundError, JobDefinitionError } from '../core/errors';
+import { CheckpointNotFoundError, JobDefinitionError, StateMigrationError } from '../core/errors';
 import { DEFAULT_MAX_PARALLELISM, keyGroupOf, keyGroupRangeFor } from '../core/keyGroups';
 import type { CheckpointStorage, Json, Key, KeyedStatePayload, SnapshotEntry, StateDescriptor, StateMeta } from '../core/types';
 import { checkKey, decodeKey, encodeKey } from '../state/keyCodec';
 import { forEachPayloadEntry } from '../state/payloadEntries';
 import { metaOf } from '../state/stateChecks';
+import { splitStamped } from '../state/ttl/ttlDescriptor';
 import { valueDecoder, type SavepointReader } from './readSavepoint';
 import { serializerById } from './serializerById';
 
@@ -123,20 +124,30 @@ export class SavepointWriter {
   /**
    * Rewrites every value of one keyed state: `fn(value, key)` returns the new value, or undefined to drop the key.
    * Values of built-in serializers are decoded first (and encoded again); others are handed over encoded, unless a
-   * `descriptor` says how to read and write them.
+   * `descriptor` says how to read and write them. A TTL state's values keep their last-access times (see `restamp`).
    */
   transformState(uid: string, name: string, fn: (value: unknown, key: Key) => unknown, descriptor?: StateDescriptor<unknown>): this {
     const state = this.existing(uid).states.get(name);
     if (!state) throw new CheckpointNotFoundError(`savepoint of job '${this.job}': operator '${uid}' has no state '${name}'`);
+    const ttl = state.meta.ttl === true;
+    if (descriptor && (descriptor.ttl !== undefined) !== ttl) {
+      throw new StateMigrationError(
+        `savepoint of job '${this.job}': state '${name}' of operator '${uid}' was saved ${ttl ? 'with' : 'without'} a TTL, and the descriptor ` +
+          `transforming it has ${ttl ? 'none' : 'one'}; TTL cannot be switched on or off for saved state, as at restore`,
+      );
+    }
     const decode = valueDecoder(state.meta, descriptor);
     const serializer = descriptor?.serializer ?? serializerById(state.meta.serializer);
-    const encode = serializer ? (value: unknown) => serializer.encode(value) : (value: unknown) => value;
+    const encodeValue = serializer ? (value: unknown) => serializer.encode(value) : (value: unknown) => value;
+    const encode = ttl ? (value: unknown, saved: unknown) => [encodeValue(value), restamp(splitStamped(saved)![1], value)] : encodeValue;
     if (descriptor) state.meta = metaOf(descriptor);
     state.bySubtask = state.bySubtask.map((entries) => {
       const kept: SnapshotEntry[] = [];
       for (const [index, key, value, namespace] of entries) {
         const next = fn(decode(value), decodeKey(key));
-        if (next !== undefined) kept.push(namespace === undefined ? [index, key, encode(next)] : [index, key, encode(next), namespace]);
+        if (next === undefined) continue;
+        const encoded = encode(next, value);
+        kept.push(namespace === undefined ? [index, key, encoded] : [index, key, encoded, namespace]);
       }
       return kept;
     });
@@ -196,6 +207,17 @@ export class SavepointWriter {
     if (!operator) throw new CheckpointNotFoundError(`savepoint of job '${this.job}' has no operator '${uid}'`);
     return operator;
   }
+}
+
+/**
+ * The last-access times of a TTL state's value rewritten offline, from those it was saved with (`EncodedStamped`):
+ * rewriting is no access. A list or map keeps one time per element while its length stays (elements keep their
+ * order); otherwise each element gets the latest of the saved times.
+ */
+function restamp(saved: number | number[], value: unknown): number | number[] {
+  if (typeof saved === 'number') return saved;
+  const length = Array.isArray(value) ? value.length : value instanceof Map ? value.size : saved.length;
+  return length === saved.length ? saved : new Array<number>(length).fill(Math.max(...saved));
 }
 
 /** A new draft of state `meta` in `operator`, at the position of the state of that name it replaces, if any. */

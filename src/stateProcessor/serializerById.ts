@@ -1,5 +1,5 @@
 import type { Serializer, StateMeta } from '../core/types';
-import type { EncodedStamped } from '../state/ttl/ttlDescriptor';
+import { splitStamped } from '../state/ttl/ttlDescriptor';
 import { autoSerializer, jsonSerializer, mapSerializer, superjsonSerializer } from '../state/serializers';
 
 /**
@@ -56,11 +56,10 @@ export function storedValueDecoder(meta: StateMeta): (encoded: unknown) => Store
     }
   };
   if (!meta.ttl) return decode;
-  // The access times sit beside the encoded value (`EncodedStamped`), so they are read even when the value is not.
+  // The access times sit beside the encoded value, so they are read even when the value is not.
   return (encoded) => {
-    const [inner, lastAccess] = Array.isArray(encoded) && encoded.length === 2 ? (encoded as EncodedStamped) : [];
-    if (typeof lastAccess !== 'number' && !Array.isArray(lastAccess)) return { value: encoded, decoded: false };
-    return { ...decode(inner), lastAccess };
+    const stamped = splitStamped(encoded);
+    return stamped ? { ...decode(stamped[0]), lastAccess: stamped[1] } : { value: encoded, decoded: false };
   };
 }
 

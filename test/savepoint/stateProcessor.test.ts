@@ -8,6 +8,7 @@ import {
   fromArray,
   keyBy,
   keyGroupOf,
+  listState,
   mapState,
   memoryCheckpointStorage,
   process,
@@ -15,6 +16,7 @@ import {
   valueState,
 } from 'weir';
 import { fsCheckpointStorage } from 'weir/node';
+import { readCheckpointEntries } from '../../src/inspector/readStateEntries';
 import { events, outputs, pausableSource, rescaleJob, tempDir, type Ev } from './fixtures';
 
 let dir: string;
@@ -158,5 +160,82 @@ describe('the inspector view', () => {
     const savepoint = await readSavepoint(storage, result.checkpoints.at(-1)!.path);
     expect(savepoint.metadata.kind).toBe('checkpoint');
     expect((await collectAll(savepoint.keyedState('sum', (await savepoint.states('sum'))[0]!.name))).length).toBe(37);
+  });
+});
+
+describe('TTL state', () => {
+  const ttl = { ttl: 60_000 };
+  const last = valueState<number>('last', { ttl });
+  const pages = listState<string>('pages', { ttl });
+  const pageAt = mapState<string, Date>('page-at', { ttl });
+  interface Visit {
+    user: string;
+    page: string;
+    n: number;
+  }
+  const visits: Visit[] = [
+    { user: 'ann', page: 'p1', n: 1 },
+    { user: 'bob', page: 'p2', n: 2 },
+    { user: 'ann', page: 'p3', n: 3 },
+    { user: 'bob', page: 'p4', n: 4 },
+  ];
+
+  /** A savepoint taken after the first three visits, of states saved with their last-access times. */
+  async function ttlSavepoint() {
+    const storage = memoryCheckpointStorage();
+    const paused = pausableSource(visits, [3]);
+    const job = createJob({ name: 'ttl-visits', chunkSize: 1, checkpoints: { storage } });
+    job
+      .source(paused.source, { uid: 'in' })
+      .pipe(
+        keyBy((v: Visit) => v.user),
+        process<Visit, never>(
+          {
+            onElement(v, ctx) {
+              ctx.state(last).update(v.n);
+              ctx.state(pages).add(v.page);
+              ctx.state(pageAt).put(v.page, new Date(v.n));
+            },
+          },
+          { uid: 'per-user', parallelism: 2 },
+        ),
+      )
+      .pipe(collect<never>().sink({ uid: 'out' }));
+    const running = job.start();
+    await paused.reached(3);
+    const path = (await running.stop({ savepoint: { path: 'savepoints' } })).checkpoints.at(-1)!.path;
+    paused.releaseAll();
+    return { storage, path };
+  }
+
+  it("reads a TTL state's values as the job stored them, without their access times, with or without its descriptor", async () => {
+    const { storage, path } = await ttlSavepoint();
+    const savepoint = await readSavepoint(storage, path);
+    const read = async (name: string, descriptor?: unknown) => new Map(await collectAll(savepoint.keyedState('per-user', name, descriptor ? { descriptor: descriptor as never } : {})));
+    const expected = {
+      last: new Map([['ann', 3], ['bob', 2]]),
+      pages: new Map([['ann', ['p1', 'p3']], ['bob', ['p2']]]),
+      'page-at': new Map([['ann', new Map([['p1', new Date(1)], ['p3', new Date(3)]])], ['bob', new Map([['p2', new Date(2)]])]]),
+    };
+    for (const [name, descriptor] of [['last', last], ['pages', pages], ['page-at', pageAt]] as const) {
+      expect(await read(name)).toEqual(expected[name]);
+      expect(await read(name, descriptor)).toEqual(expected[name]);
+    }
+  });
+
+  it('transforms a TTL state offline, keeping its values\' access times', async () => {
+    const { storage, path } = await ttlSavepoint();
+    const writer = await deriveSavepoint(await readSavepoint(storage, path));
+    const derived = await writer
+      .transformState('per-user', 'last', (n) => (n as number) * 10)
+      .transformState('per-user', 'pages', (list) => (list as string[]).map((page) => page.toUpperCase()))
+      .write(storage, 'derived');
+    expect(new Map(await collectAll((await readSavepoint(storage, derived)).keyedState('per-user', 'last')))).toEqual(new Map([['ann', 30], ['bob', 20]]));
+    const times = async (dir: string, state: string) => {
+      const entries = (await readCheckpointEntries(storage, dir)).get('per-user')!.get(state)!;
+      return new Map(entries.map((entry) => [entry.key, entry.lastAccess]));
+    };
+    for (const state of ['last', 'pages']) expect(await times(derived, state)).toEqual(await times(path, state));
+    expect((await readCheckpointEntries(storage, derived)).get('per-user')!.get('pages')!.find((entry) => entry.key === 'ann')).toMatchObject({ value: ['P1', 'P3'] });
   });
 });

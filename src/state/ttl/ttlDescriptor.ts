@@ -15,6 +15,16 @@ export type Stamped<T> = [value: T, lastAccess: number];
  */
 export type EncodedStamped = [encoded: unknown, lastAccess: number | number[]];
 
+/**
+ * A saved value of a state with a TTL taken apart (`EncodedStamped`), for readers of snapshots without the job; undefined
+ * when it is not in that form (a damaged or foreign file).
+ */
+export function splitStamped(encoded: unknown): EncodedStamped | undefined {
+  if (!Array.isArray(encoded) || encoded.length !== 2) return undefined;
+  const lastAccess: unknown = encoded[1];
+  return typeof lastAccess === 'number' || Array.isArray(lastAccess) ? (encoded as EncodedStamped) : undefined;
+}
+
 /** Passed to `add` of a stored reducing or aggregating state: sets the access time without adding a value. */
 export const RESTAMP: unique symbol = Symbol('restamp');
 
