@@ -12,6 +12,7 @@ import type { Result } from './report';
 const KEYED_EVENTS = 2_000_000;
 const KEYED_KEYS = 10_000;
 const CHECKPOINT_KEYS = 100_000;
+const RICH_KEYS = 50_000;
 
 const root = fileURLToPath(new URL('./browser/', import.meta.url));
 const repo = fileURLToPath(new URL('../', import.meta.url));
@@ -20,7 +21,8 @@ const src = (path: string) => fileURLToPath(new URL(`../src/${path}`, import.met
 /**
  * `browser`: weir in headless Chromium (Debian's, through playwright-core), on a page vite serves from bench/browser/
  * with 'weir' and 'weir/browser' resolved to the sources as vite.config.ts resolves them: checkpointing 100k keys to
- * IndexedDB against one idb-keyval `set` of the same bytes, and the keyed reduce against an RxJS scan, as in Node.
+ * IndexedDB against one idb-keyval `set` of the same bytes, 50k keys of rich values with and without IndexedDB's
+ * structured clone, and the keyed reduce against an RxJS scan, as in Node.
  * Skipped, saying so, where Chromium is missing.
  */
 export async function browser(): Promise<Result[]> {
@@ -68,6 +70,14 @@ export async function browser(): Promise<Result[]> {
       (keys) => (globalThis as unknown as { weirBench: BrowserBench }).weirBench.idbCheckpoint(keys, 5),
       CHECKPOINT_KEYS,
     );
+    const rich = await page.evaluate(
+      (keys) => (globalThis as unknown as { weirBench: BrowserBench }).weirBench.idbRichCheckpoint(keys, 3),
+      RICH_KEYS,
+    );
+    console.error(
+      `[bench] browser: a checkpoint of ${RICH_KEYS} keys of rich values (Date, Set, bigint) takes ${rich.cloneMs.toFixed(1)} ms with them ` +
+        `structured-cloned beside the file, ${rich.superjsonMs.toFixed(1)} ms with superjson inside it`,
+    );
     console.error(
       `[bench] browser: a checkpoint of ${CHECKPOINT_KEYS} keys is ${idb.files} files, ${(idb.bytes / 1e6).toFixed(2)} MB; ` +
         `best ${idb.checkpointMs.toFixed(1)} ms (stats ${idb.statsMs.toFixed(1)} ms) against ${idb.blobMs.toFixed(1)} ms for one set; last checkpoint: ${idb.operators}`,
@@ -77,6 +87,9 @@ export async function browser(): Promise<Result[]> {
       { name: 'browser/idb-blob-set-ms', value: idb.blobMs, unit: 'ms' },
       { name: 'browser/idb-checkpoint-bytes', value: idb.bytes, unit: 'bytes' },
       { name: 'browser/idb-checkpoint-vs-blob', value: idb.checkpointMs / idb.blobMs, unit: 'ratio', bar: { op: '<=', value: 2 } },
+      { name: 'browser/idb-rich-checkpoint-ms', value: rich.cloneMs, unit: 'ms' },
+      { name: 'browser/idb-rich-checkpoint-superjson-ms', value: rich.superjsonMs, unit: 'ms' },
+      { name: 'browser/idb-rich-checkpoint-clone-vs-superjson', value: rich.cloneMs / rich.superjsonMs, unit: 'ratio' },
       { name: 'browser/keyed-reduce-weir', value: keyed.weir, unit: 'events/s' },
       { name: 'browser/keyed-reduce-rx-scan', value: keyed.scan, unit: 'events/s' },
       { name: 'browser/keyed-reduce-weir-vs-rx-scan', value: keyed.weir / keyed.scan, unit: 'ratio', bar: { op: '>=', value: 0.6 } },

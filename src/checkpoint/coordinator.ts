@@ -4,12 +4,14 @@ import { CheckpointAbortedError, CheckpointFailuresExceededError, StateSizeExcee
 import type { CheckpointStorage, Json, KeyGroupRange, KeyedSnapshot, KeyedStatePayload, Scheduler } from '../core/types';
 import { yieldToEventLoop } from '../core/yieldToEventLoop';
 import type { CheckpointStats, OperatorCheckpointStats } from './checkpointStats';
+import { settingAside } from '../state/setAsideValues';
 import { encodeFile } from './fileFormat';
 import { readSharedFiles, removeCheckpointDirs, sharedFilesOf } from './sharedFiles';
 import {
   METADATA_FILE,
   checkpointDir,
   checkpointIdOf,
+  savepointDir,
   stateFileName,
   type CheckpointMetadata,
   type OperatorRole,
@@ -36,16 +38,6 @@ export interface CheckpointParticipants {
   notifyComplete(id: number): Promise<void>;
   /** Checkpoints failed more often in a row than tolerated: the attempt fails with the last cause. */
   fail(error: unknown): void;
-}
-
-/**
- * A new savepoint's directory: `savepoint-<job>-<id>-<random>` in `dir`. Checkpoint ids start over in every run that
- * is not restored from a checkpoint, so the random part (as in Flink's savepoint names) keeps a savepoint from being
- * written over the one the run was restored from.
- */
-function savepointDir(dir: string, job: string, id: number): string {
-  const random = Array.from(crypto.getRandomValues(new Uint8Array(4)), (byte) => byte.toString(16).padStart(2, '0')).join('');
-  return `${dir.replace(/\/+$/, '')}/savepoint-${job}-${id}-${random}`;
 }
 
 export function taskId(uid: string, subtask: number): string {
@@ -323,8 +315,8 @@ export class CheckpointCoordinator {
     const files: StateFileEntry[] = [];
     let total = 0;
     /** Writes one state file; false when the checkpoint was aborted meanwhile. */
-    const write = async (file: string, keyGroups: [number, number] | null, payload: OperatorStatePayload): Promise<boolean> => {
-      const bytes = encodeFile('state', payload);
+    const write = async (file: string, keyGroups: [number, number] | null, payload: OperatorStatePayload, setAside: readonly unknown[] = []): Promise<boolean> => {
+      const bytes = encodeFile('state', payload, setAside.length);
       total += bytes.length;
       if (storage.maxStateSize !== undefined && total > storage.maxStateSize) {
         throw new StateSizeExceededError(
@@ -333,7 +325,8 @@ export class CheckpointCoordinator {
         );
       }
       if (pending.aborted) return false;
-      await storage.write(`${pending.dir}/${file}`, bytes);
+      const path = `${pending.dir}/${file}`;
+      await (setAside.length > 0 ? storage.writeStructured!(path, bytes, setAside) : storage.write(path, bytes));
       files.push({ file, subtask, keyGroups, bytes: bytes.length });
       return !pending.aborted;
     };
@@ -348,7 +341,9 @@ export class CheckpointCoordinator {
         else {
           const changes = pending.base ? state.keyed.materializeChangeChunks : undefined;
           const chunks = (changes ?? state.keyed.materializeChunks).call(state.keyed, this.options.chunkEntries ?? CHUNK_ENTRIES);
-          written = await this.writeChunks(chunks, { uid, subtask, range }, operator, write);
+          // Rich values go beside the file where the storage clones them, but never into a savepoint, which stays self-contained.
+          const setAside = storage.writeStructured !== undefined && pending.barrier.kind === 'checkpoint';
+          written = await this.writeChunks(chunks, { uid, subtask, range }, operator, setAside, write);
           // A backend without deltas wrote its full state: that operator starts a new chain in this checkpoint.
           if (changes) pending.deltaOperators.add(uid);
           else pending.deltaOperators.delete(uid);
@@ -369,22 +364,29 @@ export class CheckpointCoordinator {
   /**
    * Writes keyed state chunk by chunk: one chunk is named after the task's key-group range as before
    * (`<uid>.<subtask>.kg-<start>-<end>`), several after their own range and position (`….kg-<first>-<last>.<n>`).
-   * One chunk is read ahead to tell the two apart. Operator state goes into the first file.
+   * One chunk is read ahead to tell the two apart. Operator state goes into the first file. With `setAside`, each
+   * chunk's rich values are set aside as it is materialised and written beside its file (`writeStructured`).
    */
   private async writeChunks(
     payloads: Iterable<KeyedStatePayload>,
     task: { uid: string; subtask: number; range: KeyGroupRange },
     operator: Json | undefined,
-    write: (file: string, keyGroups: [number, number] | null, payload: OperatorStatePayload) => Promise<boolean>,
+    setAside: boolean,
+    write: (file: string, keyGroups: [number, number] | null, payload: OperatorStatePayload, setAside: readonly unknown[]) => Promise<boolean>,
   ): Promise<boolean> {
     const { uid, subtask, range } = task;
     const chunks = payloads[Symbol.iterator]();
+    const materialize = () => {
+      const values: unknown[] = [];
+      return { next: setAside ? settingAside(values, () => chunks.next()) : chunks.next(), values };
+    };
     let writing: Promise<boolean> | undefined;
-    let next = chunks.next();
-    if (next.done) return write(stateFileName(uid, subtask, range), [range.start, range.end], { uid, keyed: { states: [], keyGroups: [] }, operator });
+    let { next, values } = materialize();
+    if (next.done) return write(stateFileName(uid, subtask, range), [range.start, range.end], { uid, keyed: { states: [], keyGroups: [] }, operator }, []);
     for (let index = 0; !next.done; index++) {
       const chunk = next.value;
-      next = chunks.next();
+      const chunkValues = values;
+      ({ next, values } = materialize());
       const single = index === 0 && next.done;
       // A delta's chunk may hold only removals (`keyGroups` empty): its range spans both lists.
       let first = Number.POSITIVE_INFINITY;
@@ -403,7 +405,7 @@ export class CheckpointCoordinator {
       // One write in flight while the next chunk is materialised and encoded: the fsync of one file overlaps the
       // CPU work of the next, and memory stays bounded to two chunks.
       if (writing && !(await writing)) return false;
-      writing = write(file, keyGroups, { uid, keyed: chunk, operator: index === 0 ? operator : undefined });
+      writing = write(file, keyGroups, { uid, keyed: chunk, operator: index === 0 ? operator : undefined }, chunkValues);
       // Its failure is seen when it is awaited (next round or at the end); until then it must not count as unhandled.
       writing.catch(() => undefined);
       await yieldToEventLoop();

@@ -1,5 +1,6 @@
 import CRC32 from 'crc-32';
 import { CheckpointCorruptedError } from '../core/errors';
+import { revivingSetAside } from '../state/setAsideValues';
 
 /**
  * Every persisted file: one header line of JSON — `{"weir":"state","version":1,"length":N,"crc32":C}` — then N bytes of
@@ -8,9 +9,12 @@ import { CheckpointCorruptedError } from '../core/errors';
  * kind (or another program) in the wrong place.
  *
  * Version 2 is a state file whose keyed payload holds unbucketed entries (`flat`, `flatNamespaced`, see
- * `KeyedStatePayload`), which a version-1 reader would silently skip; every other file is still written as version 1. Both are read.
+ * `KeyedStatePayload`), which a version-1 reader would silently skip. Version 3 is a state file with values set aside
+ * (see `setAsideValues`): its header counts them (`"values":N`), and they are stored beside the file by a storage that
+ * keeps structured values, so the bytes alone do not hold the state. Every other file is still written as version 1.
+ * All three are read.
  */
-export const FORMAT_VERSION = 2;
+export const FORMAT_VERSION = 3;
 
 export type FileKind = 'state' | 'metadata';
 
@@ -27,9 +31,10 @@ const MAX_NESTING = 512;
 /** The oldest format version this weir reads. */
 const OLDEST_VERSION = 1;
 
-/** The version a payload needs: 2 for a state file with unbucketed keyed entries, 1 otherwise. */
-function versionOf(kind: FileKind, payload: unknown): number {
+/** The version a payload needs: 3 with set-aside values, 2 for a state file with unbucketed keyed entries, 1 otherwise. */
+function versionOf(kind: FileKind, payload: unknown, setAside: number): number {
   if (kind !== 'state') return 1;
+  if (setAside > 0) return 3;
   const keyed = (payload as { keyed?: { flat?: unknown; flatNamespaced?: unknown } } | null)?.keyed;
   return keyed?.flat === undefined && keyed?.flatNamespaced === undefined ? 1 : 2;
 }
@@ -45,39 +50,44 @@ const crc32: (bytes: Uint8Array) => number = (() => {
   return native ? (bytes) => native(bytes) | 0 : (bytes) => CRC32.buf(bytes);
 })();
 
-export function encodeFile(kind: FileKind, payload: unknown): Uint8Array {
+/** The file of `payload`; `setAside` counts the values its markers refer to, which the storage keeps beside it. */
+export function encodeFile(kind: FileKind, payload: unknown, setAside = 0): Uint8Array {
   // `undefined` (and functions) stringify to nothing: an empty body, as `TextEncoder` makes of it.
   const text = (JSON.stringify(payload) as string | undefined) ?? '';
-  const version = versionOf(kind, payload);
+  const version = versionOf(kind, payload, setAside);
   // The body is encoded straight behind room for the header (enough when it is ASCII, as it mostly is: a UTF-8 byte
   // per character), and the header put right in front of it: no copy of the body.
   const file = new Uint8Array(MAX_HEADER + text.length);
   const { read, written } = encoder.encodeInto(text, file.subarray(MAX_HEADER));
   if (read !== text.length) {
     const body = encoder.encode(text);
-    const header = encoder.encode(headerLine(kind, version, body));
+    const header = encoder.encode(headerLine(kind, version, body, setAside));
     const whole = new Uint8Array(header.length + body.length);
     whole.set(header, 0);
     whole.set(body, header.length);
     return whole;
   }
   const body = file.subarray(MAX_HEADER, MAX_HEADER + written);
-  const header = encoder.encode(headerLine(kind, version, body));
+  const header = encoder.encode(headerLine(kind, version, body, setAside));
   file.set(header, MAX_HEADER - header.length);
   return file.subarray(MAX_HEADER - header.length, MAX_HEADER + written);
 }
 
-function headerLine(kind: FileKind, version: number, body: Uint8Array): string {
-  return `${JSON.stringify({ weir: kind, version, length: body.length, crc32: crc32(body) })}\n`;
+function headerLine(kind: FileKind, version: number, body: Uint8Array, setAside: number): string {
+  const header = { weir: kind, version, length: body.length, crc32: crc32(body), ...(setAside > 0 ? { values: setAside } : {}) };
+  return `${JSON.stringify(header)}\n`;
 }
 
-/** Checks and parses a file written by `encodeFile`; `name` goes into the error, which says what is wrong. */
-export function decodeFile(kind: FileKind, bytes: Uint8Array, name: string): unknown {
+/**
+ * Checks and parses a file written by `encodeFile`; `name` goes into the error, which says what is wrong. `values`
+ * are the values the storage kept beside the file (`CheckpointStorage.readStructured`), if any.
+ */
+export function decodeFile(kind: FileKind, bytes: Uint8Array, name: string, values: readonly unknown[] = []): unknown {
   const corrupt = (what: string) =>
     new CheckpointCorruptedError(`${name}: ${what}; the file is damaged or was not written by weir — restore from another checkpoint`);
   const end = bytes.subarray(0, MAX_HEADER).indexOf(NEWLINE);
   if (end < 0) throw corrupt('no weir header');
-  let header: { weir?: unknown; version?: unknown; length?: unknown; crc32?: unknown };
+  let header: { weir?: unknown; version?: unknown; length?: unknown; crc32?: unknown; values?: unknown };
   try {
     header = JSON.parse(decoder.decode(bytes.subarray(0, end)));
   } catch {
@@ -93,10 +103,19 @@ export function decodeFile(kind: FileKind, bytes: Uint8Array, name: string): unk
   if (header.length !== body.length) throw corrupt(`expected ${String(header.length)} payload bytes, found ${body.length} (truncated or extended)`);
   if (header.crc32 !== crc32(body)) throw corrupt('checksum mismatch');
   if (nestedDeeperThan(body, MAX_NESTING)) throw corrupt(`payload is nested deeper than ${MAX_NESTING} levels`);
+  const setAside = header.values ?? 0;
+  if (!(typeof setAside === 'number' && Number.isInteger(setAside) && setAside >= 0)) throw corrupt('unreadable count of set-aside values in the weir header');
+  if (setAside !== values.length) {
+    throw corrupt(
+      values.length === 0
+        ? `its state has ${setAside} values kept beside the file by the storage it was written to (IndexedDB), which were not found with it`
+        : `expected ${setAside} values kept beside the file, found ${values.length}`,
+    );
+  }
   try {
-    return JSON.parse(decoder.decode(body));
-  } catch {
-    throw corrupt('payload is not valid JSON');
+    return JSON.parse(decoder.decode(body), setAside > 0 ? revivingSetAside(values) : undefined);
+  } catch (error) {
+    throw corrupt(error instanceof RangeError ? error.message : 'payload is not valid JSON');
   }
 }
 

@@ -1,6 +1,7 @@
 import { CheckpointCorruptedError, CheckpointNotFoundError, ForeignCheckpointError } from '../core/errors';
 import type { CheckpointStorage, Json, KeyGroupRange, KeyedStatePayload } from '../core/types';
 import { checkStatePayload, isStateFileEntry } from './checkPayloads';
+import { readStored } from '../storage/readStored';
 import { decodeFile } from './fileFormat';
 import {
   METADATA_FILE,
@@ -101,14 +102,14 @@ export async function readStateFile(
 ): Promise<{ payload: OperatorStatePayload; bytes: number }> {
   const path = stateFilePath(dir, entry);
   const name = storage.describe ? storage.describe(path) : `${storage.location}: ${path}`;
-  const bytes = await storage.read(path).catch((error: unknown) => {
+  const { data, values } = await readStored(storage, path).catch((error: unknown) => {
     if (!(error instanceof CheckpointNotFoundError) || entry.checkpoint === undefined) throw error;
     throw new CheckpointCorruptedError(
       `${name}: shared state file of checkpoint ${entry.checkpoint}, referenced by checkpoint ${id}, is missing; restore from another checkpoint`,
       { cause: error },
     );
   });
-  return { payload: checkStatePayload(decodeFile('state', bytes, name), uid, name), bytes: bytes.length };
+  return { payload: checkStatePayload(decodeFile('state', data, name, values), uid, name), bytes: data.length };
 }
 
 /**

@@ -304,6 +304,14 @@ export interface CheckpointStorage {
   write(path: string, data: Uint8Array): Promise<void>;
   /** Reads a file; rejects with `CheckpointNotFoundError` when it does not exist. */
   read(path: string): Promise<Uint8Array>;
+  /**
+   * Optional, for storages that keep structured-clone values (IndexedDB): writes a state file with values kept
+   * beside its bytes, all or nothing. Checkpoints then set rich state values (Map, Set, Date, BigInt, …) aside for
+   * the storage to clone instead of encoding them with superjson; `readStructured` must give them back.
+   */
+  writeStructured?(path: string, data: Uint8Array, values: readonly unknown[]): Promise<void>;
+  /** With `writeStructured`: a file's bytes and the values kept beside them (none for a file written by `write`). */
+  readStructured?(path: string): Promise<{ data: Uint8Array; values: readonly unknown[] }>;
   /** Names of the direct children of a directory (files and directories); empty when it does not exist. */
   list(dir: string): Promise<string[]>;
   /** Removes a file or a directory with everything under it; no error when it does not exist. */

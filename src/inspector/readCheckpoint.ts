@@ -1,5 +1,6 @@
 import { checkStatePayload } from '../checkpoint/checkPayloads';
 import { decodeFile } from '../checkpoint/fileFormat';
+import { readStored } from '../storage/readStored';
 import { checkMetadata } from '../checkpoint/loadCheckpoint';
 import {
   METADATA_FILE,
@@ -183,19 +184,19 @@ export async function summarizeCheckpoint(
   const { path: dir, kind, job, id } = ref;
   const where = (file: string) => (storage.describe ? storage.describe(`${dir}/${file}`) : `${dir}/${file}`);
   const files = options.files ?? (await storage.list(dir));
-  const bytes = new Map<string, Uint8Array>();
+  const bytes = new Map<string, { data: Uint8Array; values: readonly unknown[] }>();
   const errors = new Map<string, string>();
   for (const file of files) {
     try {
-      bytes.set(file, await storage.read(`${dir}/${file}`));
+      bytes.set(file, await readStored(storage, `${dir}/${file}`));
     } catch (error) {
       errors.set(file, `${where(file)}: ${(error as Error).message}`);
     }
     options.onFile?.(`${dir}/${file}`);
   }
-  const fullBytes = Array.from(bytes.values()).reduce((sum, data) => sum + data.length, 0);
+  const fullBytes = Array.from(bytes.values()).reduce((sum, { data }) => sum + data.length, 0);
   const base = { kind, job, id, path: dir, fullBytes };
-  const metadataBytes = bytes.get(METADATA_FILE);
+  const metadataBytes = bytes.get(METADATA_FILE)?.data;
   if (!files.includes(METADATA_FILE)) {
     return { ...base, status: 'incomplete', error: `${where(METADATA_FILE)} is missing: the ${kind} never completed`, operators: [] };
   }
@@ -216,7 +217,7 @@ export async function summarizeCheckpoint(
     if (entry.checkpoint === undefined) continue;
     const path = stateFilePath(dir, entry);
     try {
-      bytes.set(sharedName(entry), await storage.read(path));
+      bytes.set(sharedName(entry), await readStored(storage, path));
     } catch (error) {
       errors.set(sharedName(entry), `${storage.describe ? storage.describe(path) : path}: ${(error as Error).message}`);
     }
@@ -228,11 +229,11 @@ export async function summarizeCheckpoint(
     const keyed: (KeyedStatePayload | undefined)[] = [];
     const operatorFiles = files.map((entry) => {
       const file = entry.checkpoint === undefined ? entry.file : sharedName(entry);
-      const data = bytes.get(file);
-      const summary = { file, bytes: data?.length ?? 0, keyGroups: entry.keyGroups };
+      const stored = bytes.get(file);
+      const summary = { file, bytes: stored?.data.length ?? 0, keyGroups: entry.keyGroups };
       try {
-        if (!data) throw new Error(errors.get(file) ?? `${where(file)} is missing`);
-        const payload = checkStatePayload(decodeFile('state', data, where(file)), uid, where(file));
+        if (!stored) throw new Error(errors.get(file) ?? `${where(file)} is missing`);
+        const payload = checkStatePayload(decodeFile('state', stored.data, where(file), stored.values), uid, where(file));
         // A shared file's operator state is an earlier checkpoint's: this one's own files carry the current one.
         if (entry.checkpoint === undefined && payload.operator !== undefined) operatorStateBytes += utf8Length(JSON.stringify(payload.operator));
         keyed.push(payload.keyed);

@@ -1,6 +1,7 @@
 import superjson from 'superjson';
 import { StateSerializationError } from '../core/errors';
 import type { Serializer } from '../core/types';
+import { ASIDE, SetAsideValue, setAside } from './setAsideValues';
 
 /** superjson's form of a value; what superjson refuses (`__proto__`, `constructor`, `prototype` keys) is a typed error. */
 function serializeRich(value: unknown): ReturnType<typeof superjson.serialize> {
@@ -34,17 +35,21 @@ const RICH = '$superjson';
 
 /**
  * The default: values that are plain JSON are stored as they are, and only the others pay for superjson, wrapped
- * as `{ $superjson: … }`. An object that happens to own a `$superjson` key is not plain, so decoding is unambiguous.
+ * as `{ $superjson: … }` — or, in a checkpoint to a storage that keeps structured-clone values (IndexedDB), set aside
+ * for the storage to clone (see `setAsideValues`). An object that happens to own a `$superjson` (or the set-aside
+ * marker's) key is not plain, so decoding is unambiguous.
  */
 export function autoSerializer<T>(): Serializer<T> {
   return {
     id: 'auto',
     version: 1,
-    encode: (value) => (isPlainJson(value, 0) ? value : { [RICH]: serializeRich(value) }),
-    decode: (encoded) =>
-      encoded !== null && typeof encoded === 'object' && RICH in encoded
+    encode: (value) => (isPlainJson(value, 0) ? value : (setAside(value) ?? { [RICH]: serializeRich(value) })),
+    decode: (encoded) => {
+      if (encoded instanceof SetAsideValue) return encoded.value as T;
+      return encoded !== null && typeof encoded === 'object' && RICH in encoded
         ? (superjson.deserialize((encoded as Record<string, Parameters<typeof superjson.deserialize>[0]>)[RICH]!) as T)
-        : (encoded as T),
+        : (encoded as T);
+    },
   };
 }
 
@@ -66,7 +71,7 @@ function isPlainJson(value: unknown, depth: number): boolean {
       const proto = Object.getPrototypeOf(value);
       if (proto !== Object.prototype && proto !== null) return false;
       for (const key in value) {
-        if (key === RICH || key === '__proto__') return false;
+        if (key === RICH || key === ASIDE || key === '__proto__') return false;
         if (!isPlainJson((value as Record<string, unknown>)[key], depth + 1)) return false;
       }
       return true;
