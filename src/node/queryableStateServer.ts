@@ -1,6 +1,4 @@
-import { timingSafeEqual } from 'node:crypto';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { Worker } from 'node:worker_threads';
 import superjson from 'superjson';
 import { CheckpointNotFoundError, JobDefinitionError } from '../core/errors';
 import type { Key } from '../core/types';
@@ -32,8 +30,24 @@ export interface QueryableStateServer {
   close(): Promise<void>;
 }
 
-/** A request that fails with a status and an error code. */
-class HttpError extends Error {
+/**
+ * The HTTP worker's script. A URL of its own rather than inside `new Worker(…)`, which a bundler would take for a web
+ * worker and rewrite; as an asset it is copied (or inlined as a data: URL, which Node's Worker accepts) as it is.
+ */
+const WORKER_FILE = new URL('./queryServerWorker.mjs', import.meta.url);
+
+/** A query the HTTP worker forwards: the route, and the GET parameters or the POST body's text. */
+interface ForwardedQuery {
+  readonly id: number;
+  /** The client's address, for the rate limit. */
+  readonly client: string;
+  readonly route: { kind: 'states' } | { kind: 'get' | 'keys'; name: string };
+  readonly params?: Record<string, unknown>;
+  readonly body?: string;
+}
+
+/** A query that fails with a status and an error code. */
+class QueryError extends Error {
   constructor(
     readonly code: ErrorCode,
     message: string,
@@ -46,8 +60,10 @@ class HttpError extends Error {
 /**
  * Serves a running job's queryable state over HTTP+JSON (superjson bodies), read-only, for `QueryableStateClient`
  * or curl. Bound to 127.0.0.1 unless `host` says otherwise; bearer-token auth, a body size limit and a per-client
- * rate limit protect the job. Every handler catches everything, and queries are cheap point reads or bounded,
- * yielding key scans, so no request can crash or stall the job.
+ * rate limit protect the job. The HTTP server runs in a worker thread (src/node/queryServerWorker.mjs), so parsing
+ * and answering requests takes nothing from the job's thread but one message per query; queries are cheap point reads
+ * or bounded, yielding key scans, every handler catches everything, and a query the job does not answer in
+ * `queryTimeoutMs` gets a 503 from the worker: no request can crash or stall the job, nor a stalled job the server.
  * @example
  * import { serveQueryableState } from 'weir/node';
  * const server = await serveQueryableState(running, { port: 9870, token: process.env.WEIR_TOKEN });
@@ -63,119 +79,79 @@ export async function serveQueryableState(running: QueryableStateReader, options
     throw new RangeError('serveQueryableState: rateLimit needs requests > 0 and perMs > 0 (or false for no limit)');
   }
   const limiter = rateLimit === false ? undefined : tokenBucket(rateLimit.requests, rateLimit.perMs, options.clock ?? (() => performance.now()));
-  const expected = token === undefined ? undefined : Buffer.from(`Bearer ${token}`);
 
-  const handle = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
-    const retryAfter = limiter?.take(request.socket.remoteAddress ?? '');
+  const answer = async (query: ForwardedQuery): Promise<{ status: number; headers: Record<string, string>; body: string }> => {
+    const retryAfter = limiter?.take(query.client);
     if (retryAfter !== undefined) {
-      throw new HttpError('rate-limited', `too many requests from this client; retry in ${Math.ceil(retryAfter / 1000)} s`, {
+      throw new QueryError('rate-limited', `too many requests from this client; retry in ${Math.ceil(retryAfter / 1000)} s`, {
         'retry-after': String(Math.max(1, Math.ceil(retryAfter / 1000))),
       });
     }
-    if (expected !== undefined && !authorized(request.headers.authorization, expected)) {
-      throw new HttpError('unauthorized', 'missing or wrong bearer token: send Authorization: Bearer <token>', { 'www-authenticate': 'Bearer' });
-    }
-    const url = new URL(request.url ?? '/', 'http://localhost');
-    const route = parseRoute(url.pathname);
-    const method = request.method ?? 'GET';
-    if (method !== 'GET' && method !== 'POST') throw new HttpError('method-not-allowed', `${method} is not supported: this server is read-only (GET and POST)`, { allow: 'GET, POST' });
-    if (route.kind === 'states') return send(response, { states: running.queryableStates() });
-    const body = method === 'POST' ? await readBody(request, maxBodyBytes) : fromQueryString(url.searchParams, route.kind);
+    const { route } = query;
+    if (route.kind === 'states') return ok({ states: running.queryableStates() });
+    const body = query.body === undefined ? (query.params ?? {}) : parseBody(query.body);
     if (route.kind === 'get') {
-      if (!('key' in body) || body.key === undefined) throw new HttpError('bad-request', `query of '${route.name}' needs a key`);
-      const value = await withTimeout(running.query(route.name, body.key as Key, { asOf: body.asOf as number | undefined }), queryTimeoutMs);
-      return send(response, { value });
+      if (!('key' in body) || body.key === undefined) throw new QueryError('bad-request', `query of '${route.name}' needs a key`);
+      return ok({ value: await running.query(route.name, body.key as Key, { asOf: body.asOf as number | undefined }) });
     }
     const { prefix, from, to, limit, cursor, asOf } = body as KeyPageOptions;
-    return send(response, await withTimeout(running.queryKeys(route.name, { prefix, from, to, limit, cursor, asOf }), queryTimeoutMs));
+    return ok(await running.queryKeys(route.name, { prefix, from, to, limit, cursor, asOf }));
   };
 
-  const server = createServer((request, response) => {
-    handle(request, response).catch((error: unknown) => sendError(request, response, error));
+  const worker = new Worker(WORKER_FILE, {
+    workerData: { port, host, token, maxBodyBytes, queryTimeoutMs, apiPrefix: API_PREFIX, errorStatus: ERROR_STATUS },
   });
-  // A malformed request line or headers: answer 400 and drop the connection, never throw.
-  server.on('clientError', (_error, socket) => {
-    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
-    else socket.destroy();
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      resolve();
+  const reply = (id: number, reply: { status: number; headers: Record<string, string>; body: string }) => worker.postMessage({ type: 'answer', id, ...reply });
+  const listening = new Promise<{ address: string; family: string; port: number }>((resolve, reject) => {
+    worker.on('message', (message: { type: string } & Record<string, unknown>) => {
+      if (message.type === 'query') {
+        const query = message as unknown as ForwardedQuery;
+        answer(query).then(
+          (answered) => reply(query.id, answered),
+          (error: unknown) => reply(query.id, errorAnswer(error)),
+        );
+      } else if (message.type === 'listening') resolve(message as unknown as { address: string; family: string; port: number });
+      else if (message.type === 'failed') reject(Object.assign(new Error(String(message.message)), { code: message.code }));
     });
+    worker.once('error', reject);
+    worker.once('exit', (code) => reject(new Error(`the queryable state server's worker exited (${code}) before listening`)));
   });
-  const address = server.address() as AddressInfo;
+  let address: { address: string; family: string; port: number };
+  try {
+    address = await listening;
+  } catch (error) {
+    await worker.terminate();
+    throw error;
+  }
+  // From here a crash of the worker (there is none known) only ends the server, never the job.
+  worker.on('error', () => undefined);
   const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   let closed: Promise<void> | undefined;
   return {
     url: `http://${shownHost}:${address.port}`,
     close: () =>
-      (closed ??= new Promise<void>((resolve, reject) => {
-        server.close((error) => (error ? reject(error) : resolve()));
-        server.closeAllConnections();
+      (closed ??= new Promise<void>((resolve) => {
+        const done = () => void worker.terminate().then(() => resolve());
+        worker.on('message', (message: { type: string }) => message.type === 'closed' && done());
+        worker.once('exit', () => resolve());
+        worker.postMessage({ type: 'close' });
       })),
   };
 }
 
-type Route = { kind: 'states' } | { kind: 'get' | 'keys'; name: string };
-
-function parseRoute(pathname: string): Route {
-  if (pathname === API_PREFIX || pathname === `${API_PREFIX}/`) return { kind: 'states' };
-  const match = /^\/v1\/states\/([^/]+)\/(get|keys)$/.exec(pathname);
-  if (!match) throw new HttpError('not-found', `no such endpoint ${pathname}; use ${API_PREFIX}, ${API_PREFIX}/<name>/get or ${API_PREFIX}/<name>/keys`);
-  let name: string;
-  try {
-    name = decodeURIComponent(match[1]!);
-  } catch {
-    throw new HttpError('bad-request', `state name in ${pathname} is not valid percent-encoding`);
-  }
-  return { kind: match[2] as 'get' | 'keys', name };
-}
-
-/** GET parameters: keys and bounds are strings, numbers are parsed. */
-function fromQueryString(params: URLSearchParams, kind: 'get' | 'keys'): Record<string, unknown> {
-  const number = (name: string) => {
-    const text = params.get(name);
-    if (text === null) return undefined;
-    const value = Number(text);
-    if (text.trim() === '' || !Number.isFinite(value)) throw new HttpError('bad-request', `parameter ${name} must be a number, got ${JSON.stringify(text)}`);
-    return value;
-  };
-  const text = (name: string) => params.get(name) ?? undefined;
-  if (kind === 'get') return { key: text('key'), asOf: number('asOf') };
-  return { prefix: text('prefix'), from: text('from'), to: text('to'), limit: number('limit'), cursor: text('cursor'), asOf: number('asOf') };
-}
-
-async function readBody(request: IncomingMessage, maxBytes: number): Promise<Record<string, unknown>> {
-  const tooLarge = () => new HttpError('too-large', `request body is over the ${maxBytes}-byte limit`, { connection: 'close' });
-  const declared = Number(request.headers['content-length']);
-  if (declared > maxBytes) throw tooLarge();
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of request as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > maxBytes) throw tooLarge();
-    chunks.push(chunk);
-  }
-  const text = Buffer.concat(chunks).toString('utf8');
+/** A POST body: a superjson object. */
+function parseBody(text: string): Record<string, unknown> {
   if (text.trim() === '') return {};
   let body: unknown;
   try {
     body = superjson.parse(text);
   } catch (error) {
-    throw new HttpError('bad-request', `request body is not valid JSON: ${(error as Error).message}`);
+    throw new QueryError('bad-request', `request body is not valid JSON: ${(error as Error).message}`);
   }
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
-    throw new HttpError('bad-request', 'request body must be a JSON object (superjson: { "json": { … }, "meta": … })');
+    throw new QueryError('bad-request', 'request body must be a JSON object (superjson: { "json": { … }, "meta": … })');
   }
   return body as Record<string, unknown>;
-}
-
-function authorized(header: string | undefined, expected: Buffer): boolean {
-  if (header === undefined) return false;
-  const given = Buffer.from(header);
-  return given.length === expected.length && timingSafeEqual(given, expected);
 }
 
 /** A token bucket per client address; idle full buckets are dropped so the table stays small. */
@@ -200,40 +176,18 @@ function tokenBucket(requests: number, perMs: number, now: () => number) {
   };
 }
 
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () => reject(new HttpError('unavailable', `the job's state was not available within ${ms} ms (is it restarting?); retry later`)),
-      ms,
-    );
-    timer.unref();
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+function ok(body: unknown): { status: number; headers: Record<string, string>; body: string } {
+  return { status: 200, headers: { 'cache-control': 'no-store' }, body: superjson.stringify(body) };
 }
 
-function send(response: ServerResponse, body: unknown): void {
-  const text = superjson.stringify(body);
-  response.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text), 'cache-control': 'no-store' });
-  response.end(text);
-}
-
-function sendError(request: IncomingMessage, response: ServerResponse, error: unknown): void {
+function errorAnswer(error: unknown): { status: number; headers: Record<string, string>; body: string } {
   const { code, message, headers } = describeError(error);
-  if (response.headersSent) {
-    response.destroy();
-    return;
-  }
   const body: ErrorBody = { error: { code, message } };
-  const text = JSON.stringify(body);
-  response.writeHead(ERROR_STATUS[code], { ...headers, 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) });
-  response.end(text);
-  // A body left unread (413) must not be parsed as the next request.
-  if (!request.complete) request.resume();
+  return { status: ERROR_STATUS[code], headers, body: JSON.stringify(body) };
 }
 
 function describeError(error: unknown): { code: ErrorCode; message: string; headers: Record<string, string> } {
-  if (error instanceof HttpError) return { code: error.code, message: error.message, headers: error.headers };
+  if (error instanceof QueryError) return { code: error.code, message: error.message, headers: error.headers };
   const message = (error as Error)?.message ?? String(error);
   if (error instanceof InvalidQueryError || error instanceof JobDefinitionError) return { code: 'bad-request', message, headers: {} };
   if (error instanceof UnknownQueryableStateError) return { code: 'unknown-state', message, headers: {} };
