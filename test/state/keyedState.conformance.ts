@@ -319,6 +319,38 @@ export function describeKeyedStateBackend(name: string, create: () => StateBacke
     });
 
     describe('snapshots', () => {
+      it('never show in-place changes deep inside a value, made after snapshot()', () => {
+        type Nested = { n: number; tags: string[]; inner: { m: number; at?: Date }; rows: { id: number }[] };
+        const value = backend.getState(valueState<Nested>('nested'));
+        // Plain data only, and with a Date inside (copied another way).
+        const original = (key: string): Nested => ({ n: 1, tags: ['x'], inner: key === 'a' ? { m: 1 } : { m: 1, at: new Date(1_000) }, rows: [{ id: 1 }] });
+        for (const key of ['a', 'b']) {
+          backend.setCurrentKey(key);
+          value.update(original(key));
+        }
+        const snapshot = backend.snapshot();
+        for (const key of ['a', 'b']) {
+          backend.setCurrentKey(key);
+          const live = value.value()!;
+          live.n = 2;
+          live.tags.push('y');
+          live.inner.m = 2;
+          live.inner.at?.setTime(2_000);
+          live.rows[0]!.id = 2;
+          live.rows.push({ id: 3 });
+        }
+
+        const restored = open();
+        restored.restore([throughJson(snapshot.materialize())]);
+        snapshot.release();
+        for (const key of ['a', 'b']) {
+          restored.setCurrentKey(key);
+          expect(restored.getState(valueState<Nested>('nested')).value(), key).toEqual(original(key));
+          backend.setCurrentKey(key);
+          expect(value.value(), key).toMatchObject({ n: 2, tags: ['x', 'y'], inner: { m: 2 }, rows: [{ id: 2 }, { id: 3 }] });
+        }
+      });
+
       it('never show writes made after snapshot(), of any kind', () => {
         const value = backend.getState(valueState<{ n: number }>('value'));
         const list = backend.getState(listState<number>('list'));
