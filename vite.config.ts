@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { playwright } from '@vitest/browser-playwright';
 import { configDefaults, defineConfig, type TestProjectInlineConfiguration } from 'vitest/config';
 import { CHROMIUM_ADVICE, CHROMIUM_ARGS, findChromium } from './test/findChromium';
+import { weirAliases } from './weirAliases';
 
 const src = (path: string) => fileURLToPath(new URL(`./src/${path}`, import.meta.url));
 
@@ -62,12 +63,7 @@ const packages = [...Object.keys(manifest.dependencies ?? {}), ...Object.keys(ma
 // import 'weir', 'weir/node' and 'weir/browser' exactly as users do, resolved to the sources.
 export default defineConfig({
   resolve: {
-    alias: [
-      { find: /^weir$/, replacement: src('index.ts') },
-      { find: /^weir\/node$/, replacement: src('node/index.ts') },
-      { find: /^weir\/browser$/, replacement: src('browser/index.ts') },
-      { find: /^weir\/testing$/, replacement: src('testing/index.ts') },
-    ],
+    alias: weirAliases,
   },
   build: {
     lib: {

@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 import { createServer } from 'vite';
 import { CHROMIUM_ADVICE, CHROMIUM_ARGS, findChromium } from '../test/findChromium';
+import { weirAliases } from '../weirAliases';
 import type { BrowserBench } from './browser/page';
 import type { Result } from './report';
 
@@ -16,7 +17,6 @@ const RICH_KEYS = 50_000;
 
 const root = fileURLToPath(new URL('./browser/', import.meta.url));
 const repo = fileURLToPath(new URL('../', import.meta.url));
-const src = (path: string) => fileURLToPath(new URL(`../src/${path}`, import.meta.url));
 
 /**
  * `browser`: weir in headless Chromium (Debian's, through playwright-core), on a page vite serves from bench/browser/
@@ -37,14 +37,7 @@ export async function browser(): Promise<Result[]> {
     root,
     cacheDir,
     logLevel: 'warn',
-    resolve: {
-      alias: [
-        { find: /^weir$/, replacement: src('index.ts') },
-        { find: /^weir\/node$/, replacement: src('node/index.ts') },
-        { find: /^weir\/browser$/, replacement: src('browser/index.ts') },
-        { find: /^weir\/testing$/, replacement: src('testing/index.ts') },
-      ],
-    },
+    resolve: { alias: weirAliases },
     // Pre-bundled up front, so that the page does not reload half-way when vite discovers them.
     optimizeDeps: { include: ['rxjs', 'superjson', 'crc-32', 'idb-keyval'] },
     server: { host: '127.0.0.1', port: 0, strictPort: false, hmr: false, fs: { allow: [repo] } },

@@ -1,7 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vite';
-
-const src = (path: string) => fileURLToPath(new URL(`../src/${path}`, import.meta.url));
+import { weirAliases } from '../weirAliases';
 
 // The playground and the visual inspector: two pages of one app, importing weir from the sources as users import
 // the package. `npm run playground` serves it; `npm run build:playground` writes static files to playground/dist,
@@ -9,12 +8,7 @@ const src = (path: string) => fileURLToPath(new URL(`../src/${path}`, import.met
 export default defineConfig({
   root: fileURLToPath(new URL('.', import.meta.url)),
   base: './',
-  resolve: {
-    alias: [
-      { find: /^weir$/, replacement: src('index.ts') },
-      { find: /^weir\/browser$/, replacement: src('browser/index.ts') },
-    ],
-  },
+  resolve: { alias: weirAliases },
   build: {
     outDir: 'dist',
     emptyOutDir: true,
