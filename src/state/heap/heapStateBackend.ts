@@ -305,12 +305,8 @@ class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
     try {
       const { states, tableStates, pendingStates } = this.stateIndexes(tables, pending);
       const range: [number, number] = [this.range.start, this.range.end];
-      // Flat pairs per table: key, value as of the snapshot.
-      const captured = tables.map(([, table, overlay]) => {
-        const refs: unknown[] = [];
-        table.forEachAsOf(overlay, (key, value) => refs.push(key, value));
-        return refs;
-      });
+      // Per table, its keys and values as of the snapshot.
+      const captured = tables.map(([, table, overlay]) => table.entriesAsOf(overlay));
       // Restored, never read: flat triples of encoded key, encoded value, namespace.
       const restored = pending.map(({ state, sources, compact }) => {
         const compacted = compact ? sources : compactSources(sources);
@@ -341,11 +337,11 @@ class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
         const [namespace, table] = tables[source]!;
         const state = tableStates[source]!;
         const serializer = table.descriptor.serializer;
-        const refs = captured[source]!;
-        captured[source] = [];
-        for (let i = 0; i < refs.length; i += 2) {
-          const key = encodeKey(refs[i] as Key);
-          const value = serializer.encode(refs[i + 1]);
+        const { keys, values } = captured[source]!;
+        captured[source] = { keys: [], values: [] };
+        for (let i = 0; i < keys.length; i++) {
+          const key = encodeKey(keys[i]!);
+          const value = serializer.encode(values[i]);
           if (namespace === '') flat.push(state, key, value);
           else namespaced.push(state, key, value, namespace);
           if (++count >= maxEntries) yield take();

@@ -66,13 +66,27 @@ export class StateTable<V> {
     return old === ABSENT ? undefined : (old as V);
   }
 
-  /** Every key and value as they were when `overlay` was added: live entries corrected by the overlay. */
-  forEachAsOf(overlay: Overlay, visit: (key: Key, value: V) => void): void {
-    for (const [key, value] of this.live) {
+  /**
+   * Every key and value as they were when `overlay` was added (live entries corrected by the overlay), as two
+   * arrays in the same order. Checkpoint code runs too rarely for V8 to optimise it: a loop with a callback per
+   * entry took ~5–9 ms for 100k keys in Chromium, where spreading the map's keys and values (builtins) takes ~1 ms,
+   * which is what a snapshot with nothing written since it (the usual case for an idle or fast job) costs.
+   */
+  entriesAsOf(overlay: Overlay): { keys: Key[]; values: V[] } {
+    if (overlay.size === 0) return { keys: [...this.live.keys()], values: [...this.live.values()] };
+    const keys: Key[] = [];
+    const values: V[] = [];
+    this.live.forEach((value, key) => {
       const old = overlay.get(key);
-      if (old === undefined) visit(key, value);
-      else if (old !== ABSENT) visit(key, old as V);
-    }
-    for (const [key, old] of overlay) if (old !== ABSENT && !this.live.has(key)) visit(key, old as V);
+      if (old === ABSENT) return;
+      keys.push(key);
+      values.push(old === undefined ? value : (old as V));
+    });
+    overlay.forEach((old, key) => {
+      if (old === ABSENT || this.live.has(key)) return;
+      keys.push(key);
+      values.push(old as V);
+    });
+    return { keys, values };
   }
 }
