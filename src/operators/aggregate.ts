@@ -3,7 +3,7 @@ import type { AggregateFunction } from '../core/types';
 import { aggregatingState } from '../state/descriptors';
 import type { ProcessWindowFunction } from '../windows/windowFunction';
 import { WindowedFlow } from '../windows/windowedFlow';
-import { rejectWindowOnly, windowOperator } from '../windows/windowOperator';
+import { rejectWindowOnly, rejectWindowQueryable, windowOperator } from '../windows/windowOperator';
 import { keyedOperate } from './keyedOperate';
 import type { StatefulOperatorOptions, WindowFunctionOptions } from './reduce';
 
@@ -25,6 +25,7 @@ export function aggregate<T, ACC, R, OUT = R>(
 ): (input: KeyedFlow<T>) => Flow<OUT> {
   return (input) => {
     if (input instanceof WindowedFlow) {
+      rejectWindowQueryable('aggregate', options.queryable);
       const contents = {
         name: 'aggregate',
         incremental: { descriptor: aggregatingState('window-contents', fn, { serializer: options.serializer }) },
@@ -34,7 +35,7 @@ export function aggregate<T, ACC, R, OUT = R>(
     }
     rejectWindowOnly('aggregate', options.process);
     return keyedOperate<T, OUT>(input, 'aggregate', options.uid, (backend, emit) => {
-      const state = backend.getState(aggregatingState('aggregate', fn, { serializer: options.serializer }));
+      const state = backend.getState(aggregatingState('aggregate', fn, { serializer: options.serializer, queryable: options.queryable }));
       return (value) => {
         state.add(value);
         emit(state.get()! as unknown as OUT);

@@ -15,7 +15,7 @@ export function fold<T, A>(seed: A, folder: (accumulator: A, value: T) => A, opt
   return (input) => {
     if (input instanceof WindowedFlow) throw new JobDefinitionError('fold after window(…) is not supported (Flink removed window folds); use aggregate');
     return keyedOperate<T, A>(input, 'fold', options.uid, (backend, emit) => {
-      const state = backend.getState(valueState<A>('fold', { serializer: options.serializer }));
+      const state = backend.getState(valueState<A>('fold', { serializer: options.serializer, queryable: options.queryable }));
       return (value) => {
         const current = state.value();
         const next = folder(current === undefined ? copyValue(seed) : current, value);

@@ -3,7 +3,7 @@ import type { Serializer } from '../core/types';
 import { reducingState, valueState } from '../state/descriptors';
 import type { ProcessWindowFunction } from '../windows/windowFunction';
 import { WindowedFlow } from '../windows/windowedFlow';
-import { rejectWindowOnly, windowOperator } from '../windows/windowOperator';
+import { rejectWindowOnly, rejectWindowQueryable, windowOperator } from '../windows/windowOperator';
 import { keyedOperate } from './keyedOperate';
 
 export interface StatefulOperatorOptions<S> {
@@ -13,6 +13,12 @@ export interface StatefulOperatorOptions<S> {
   serializer?: Serializer<S>;
   /** Parallel instances, each owning a range of key groups (the job's `parallelism` by default). */
   parallelism?: number;
+  /**
+   * Makes the rolling state queryable under this name (Flink's `asQueryableState`): `running.query(name, key)` and
+   * the queryable state server answer with the key's current reduction (for `aggregate`, its result), from the
+   * moment the job runs. Not after `window(…)`, whose state lives per window.
+   */
+  queryable?: string;
 }
 
 /** Options of window functions: a ProcessWindowFunction that receives the pre-aggregated result with its window. */
@@ -32,6 +38,7 @@ export function reduce<T, R = T>(
 ): (input: KeyedFlow<T>) => Flow<R> {
   return (input) => {
     if (input instanceof WindowedFlow) {
+      rejectWindowQueryable('reduce', options.queryable);
       const contents = {
         name: 'reduce',
         incremental: { descriptor: reducingState('window-contents', reducer, { serializer: options.serializer }) },
@@ -41,7 +48,7 @@ export function reduce<T, R = T>(
     }
     rejectWindowOnly('reduce', options.process);
     return keyedOperate<T, R>(input, 'reduce', options.uid, (backend, emit) => {
-      const state = backend.getState(valueState<T>('reduce', { serializer: options.serializer }));
+      const state = backend.getState(valueState<T>('reduce', { serializer: options.serializer, queryable: options.queryable }));
       return (value) => {
         const current = state.value();
         const next = current === undefined ? value : reducer(current, value);
