@@ -21,8 +21,8 @@ const repo = fileURLToPath(new URL('../', import.meta.url));
 /**
  * `browser`: weir in headless Chromium (Debian's, through playwright-core), on a page vite serves from bench/browser/
  * with 'weir' and 'weir/browser' resolved to the sources as vite.config.ts resolves them: checkpointing 100k keys to
- * IndexedDB against one idb-keyval `set` of the same bytes, 50k keys of rich values with and without IndexedDB's
- * structured clone, and the keyed reduce against an RxJS scan, as in Node.
+ * IndexedDB against one idb-keyval `set` of the same bytes (and of the state as a Map, the plain way), 50k keys of
+ * rich values with and without IndexedDB's structured clone, and the keyed reduce against an RxJS scan, as in Node.
  * Skipped, saying so, where Chromium is missing.
  */
 export async function browser(): Promise<Result[]> {
@@ -73,13 +73,16 @@ export async function browser(): Promise<Result[]> {
     );
     console.error(
       `[bench] browser: a checkpoint of ${CHECKPOINT_KEYS} keys is ${idb.files} files, ${(idb.bytes / 1e6).toFixed(2)} MB; ` +
-        `best ${idb.checkpointMs.toFixed(1)} ms (stats ${idb.statsMs.toFixed(1)} ms) against ${idb.blobMs.toFixed(1)} ms for one set; last checkpoint: ${idb.operators}`,
+        `best ${idb.checkpointMs.toFixed(1)} ms (stats ${idb.statsMs.toFixed(1)} ms) against ${idb.blobMs.toFixed(1)} ms for one set of its bytes and ` +
+        `${idb.mapMs.toFixed(1)} ms for one set of the state as a Map; last checkpoint: ${idb.operators}`,
     );
     return [
       { name: 'browser/idb-checkpoint-ms', value: idb.checkpointMs, unit: 'ms' },
       { name: 'browser/idb-blob-set-ms', value: idb.blobMs, unit: 'ms' },
       { name: 'browser/idb-checkpoint-bytes', value: idb.bytes, unit: 'bytes' },
       { name: 'browser/idb-checkpoint-vs-blob', value: idb.checkpointMs / idb.blobMs, unit: 'ratio', bar: { op: '<=', value: 2 } },
+      { name: 'browser/idb-map-set-ms', value: idb.mapMs, unit: 'ms' },
+      { name: 'browser/idb-checkpoint-vs-map-set', value: idb.checkpointMs / idb.mapMs, unit: 'ratio' },
       { name: 'browser/idb-rich-checkpoint-ms', value: rich.cloneMs, unit: 'ms' },
       { name: 'browser/idb-rich-checkpoint-superjson-ms', value: rich.superjsonMs, unit: 'ms' },
       { name: 'browser/idb-rich-checkpoint-clone-vs-superjson', value: rich.cloneMs / rich.superjsonMs, unit: 'ratio' },
