@@ -90,28 +90,24 @@ export class SavepointReader {
   }
 
   /**
-   * What each instance of `uid` saved, in subtask order: the payload of each of its state files, read one at a time,
+   * What each instance of `uid` saved, in subtask order: the payload of each of its state files, read one at a time
+   * (only the first file of a chunked instance holds its operator state: `operatorState` gives one per instance),
    * or, in an incremental checkpoint, one payload per instance (its files read together) holding its keyed state as a
    * restore sees it (the base with the deltas applied) and the operator state of its own files.
    */
   async *payloads(uid: string, keyGroup?: number): AsyncGenerator<OperatorStatePayload> {
-    const { files } = this.operator(uid);
-    const incremental = isIncremental(files);
-    const order = restoreOrder(files, this.metadata.id);
-    const covers = (entry: StateFileEntry) => keyGroup === undefined || (entry.keyGroups !== null && keyGroup >= entry.keyGroups[0] && keyGroup <= entry.keyGroups[1]);
-    for (const { subtask, keyGroups } of bySubtask(files)) {
-      const instance = order.map((index) => files[index]!).filter((entry) => entry.subtask === subtask && covers(entry));
+    const incremental = isIncremental(this.operator(uid).files);
+    for (const { files, keyGroups } of this.instances(uid, keyGroup)) {
       if (!incremental) {
-        for (const entry of instance) yield await this.read(uid, entry);
+        for (const entry of files) yield await this.read(uid, entry);
         continue;
       }
-      if (instance.length === 0) continue;
+      const carrier = operatorStateFile(files);
       let operator: Json | undefined;
       const keyed: KeyedStatePayload[] = [];
-      for (const entry of instance) {
+      for (const entry of files) {
         const payload = await this.read(uid, entry);
-        // A shared file's operator state is an earlier checkpoint's: this one's own files carry the current one.
-        if (entry.checkpoint === undefined) operator ??= payload.operator;
+        if (entry === carrier) operator = payload.operator;
         if (payload.keyed) keyed.push(payload.keyed);
       }
       const range = keyGroup === undefined ? keyGroups && { start: keyGroups[0], end: keyGroups[1] } : { start: keyGroup, end: keyGroup };
@@ -159,13 +155,30 @@ export class SavepointReader {
   /** The operator (non-keyed) state each instance saved, by subtask: a source's offset, a sink's transaction. */
   async operatorState(uid: string): Promise<(Json | undefined)[]> {
     const states: (Json | undefined)[] = [];
-    for await (const payload of this.payloads(uid)) states.push(payload.operator);
+    // One file per instance is read, whatever the size of its keyed state.
+    for (const { files } of this.instances(uid)) {
+      const carrier = operatorStateFile(files);
+      states.push(carrier && (await this.read(uid, carrier)).operator);
+    }
     return states;
   }
 
   /** The keyed payloads of an operator, for writers deriving a savepoint. */
   async *keyedPayloads(uid: string): AsyncGenerator<KeyedStatePayload> {
     for await (const { keyed } of this.payloads(uid)) if (keyed) yield keyed;
+  }
+
+  /**
+   * The instances of `uid` in subtask order, each with its files (those covering `keyGroup`, if given) in the order a
+   * restore applies them; an instance without such files is left out.
+   */
+  private instances(uid: string, keyGroup?: number): (Instance & { files: StateFileEntry[] })[] {
+    const { files } = this.operator(uid);
+    const order = restoreOrder(files, this.metadata.id).map((index) => files[index]!);
+    const covers = (entry: StateFileEntry) => keyGroup === undefined || (entry.keyGroups !== null && keyGroup >= entry.keyGroups[0] && keyGroup <= entry.keyGroups[1]);
+    return bySubtask(files)
+      .map((instance) => ({ ...instance, files: order.filter((entry) => entry.subtask === instance.subtask && covers(entry)) }))
+      .filter((instance) => instance.files.length > 0);
   }
 
   private operator(uid: string): CheckpointMetadata['operators'][number] {
@@ -228,6 +241,15 @@ function bySubtask(files: readonly StateFileEntry[]): Instance[] {
     instances.set(subtask, keyGroups === null ? known : known === null ? keyGroups : [Math.min(known[0], keyGroups[0]), Math.max(known[1], keyGroups[1])]);
   }
   return Array.from(instances, ([subtask, keyGroups]) => ({ subtask, keyGroups })).sort((a, b) => a.subtask - b.subtask);
+}
+
+/**
+ * The file of an instance (its `files` in restore order) that carries its operator state: the first of its own, as
+ * the coordinator writes operator state into the first file of a chunked instance; a file shared from an earlier
+ * checkpoint (incremental) carries that checkpoint's operator state, not this one's.
+ */
+function operatorStateFile(files: readonly StateFileEntry[]): StateFileEntry | undefined {
+  return files.find((entry) => entry.checkpoint === undefined);
 }
 
 /**

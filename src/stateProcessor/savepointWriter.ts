@@ -2,11 +2,12 @@ import { encodeFile } from '../checkpoint/fileFormat';
 import { METADATA_FILE, stateFileName, type CheckpointMetadata, type OperatorRole, type StateFileEntry } from '../checkpoint/layout';
 import { CheckpointNotFoundError, JobDefinitionError, StateMigrationError } from '../core/errors';
 import { DEFAULT_MAX_PARALLELISM, keyGroupOf, keyGroupRangeFor } from '../core/keyGroups';
-import type { CheckpointStorage, Json, Key, KeyedStatePayload, SnapshotEntry, StateDescriptor, StateMeta } from '../core/types';
+import type { CheckpointStorage, Json, Key, KeyedStatePayload, Serializer, SnapshotEntry, StateClock, StateDescriptor, StateMeta } from '../core/types';
 import { checkKey, decodeKey, encodeKey } from '../state/keyCodec';
 import { forEachPayloadEntry } from '../state/payloadEntries';
 import { metaOf } from '../state/stateChecks';
-import { splitStamped } from '../state/ttl/ttlDescriptor';
+import { resolveTtl, ttlNow } from '../state/ttl/ttlConfig';
+import { splitStamped, stamp, ttlSerializer } from '../state/ttl/ttlDescriptor';
 import { valueDecoder, type SavepointReader } from './readSavepoint';
 import { serializerById } from './serializerById';
 
@@ -35,7 +36,15 @@ export interface CreateSavepointOptions {
   job: string;
   /** Key groups (default 128); the restoring job must have the same. */
   maxParallelism?: number;
+  /**
+   * The time values of TTL states are written at (their last access), processing or event time as each descriptor's
+   * TTL says, as a job's scheduler and watermarks give it; the wall clock (`Date.now()`) for both by default.
+   */
+  clock?: StateClock;
 }
+
+/** A job's processing time on its default scheduler; offline, event time has no watermark to go by, so it is the same. */
+const WALL_CLOCK: StateClock = { processingTime: () => Date.now(), eventTime: () => Date.now() };
 
 /**
  * Builds a savepoint offline: bootstraps keyed state for a new job, or changes one read with `readSavepoint`
@@ -53,6 +62,7 @@ export class SavepointWriter {
     readonly job: string,
     readonly maxParallelism: number,
     private readonly id = 1,
+    private readonly clock: StateClock = WALL_CLOCK,
   ) {
     if (!(Number.isInteger(maxParallelism) && maxParallelism >= 1 && maxParallelism <= 32768)) {
       throw new JobDefinitionError(`savepoint of job '${job}': maxParallelism must be an integer from 1 to 32768, got ${maxParallelism}`);
@@ -60,14 +70,13 @@ export class SavepointWriter {
   }
 
   /** A writer holding everything `reader`'s savepoint holds (its keyed state in memory), to change and write anew. */
-  static async derive(reader: SavepointReader, options: { job?: string } = {}): Promise<SavepointWriter> {
-    const writer = new SavepointWriter(options.job ?? reader.job, reader.maxParallelism, reader.metadata.id);
+  static async derive(reader: SavepointReader, options: Partial<Pick<CreateSavepointOptions, 'job' | 'clock'>> = {}): Promise<SavepointWriter> {
+    const writer = new SavepointWriter(options.job ?? reader.job, reader.maxParallelism, reader.metadata.id, options.clock);
     for (const operator of reader.operators) {
-      const draft: OperatorDraft = { role: operator.role, parallelism: operator.parallelism, operatorStates: [], states: new Map() };
-      for await (const payload of reader.payloads(operator.uid)) {
-        draft.operatorStates.push(payload.operator);
-        if (payload.keyed) addPayload(draft, payload.keyed, writer.maxParallelism);
-      }
+      // Operator state is read per instance: a chunked instance has several files, only its first holding it.
+      const operatorStates = await reader.operatorState(operator.uid);
+      const draft: OperatorDraft = { role: operator.role, parallelism: operator.parallelism, operatorStates, states: new Map() };
+      for await (const keyed of reader.keyedPayloads(operator.uid)) addPayload(draft, keyed, writer.maxParallelism);
       writer.operators.set(operator.uid, draft);
     }
     return writer;
@@ -75,7 +84,8 @@ export class SavepointWriter {
 
   /**
    * Adds keyed state to operator `uid` (created as a keyed operator when new, with `parallelism` instances), replacing
-   * a state of the same name. Values are encoded with the descriptor's serializer, as the job would.
+   * a state of the same name. Values are stored as the job would store them: encoded with the descriptor's serializer,
+   * and, for a state with a TTL, last accessed now (on the writer's `clock`).
    */
   withKeyedState<V>(
     uid: string,
@@ -89,11 +99,11 @@ export class SavepointWriter {
     const { bySubtask, index } = draft;
     const subtaskOf = subtasksByKeyGroup(operator.parallelism, this.maxParallelism);
     const { maxParallelism } = this;
-    const { serializer } = descriptor;
+    const encode = valueEncoder(descriptor, this.clock);
     const namespace = options.namespace;
     for (const [key, value] of entries) {
       checkKey(key, uid);
-      const encoded = serializer.encode(value);
+      const encoded = encode(value);
       bySubtask[subtaskOf[keyGroupOf(key, maxParallelism)]!]!.push(namespace ? [index, encodeKey(key), encoded, namespace] : [index, encodeKey(key), encoded]);
     }
     operator.states.set(meta.name, draft);
@@ -210,6 +220,18 @@ export class SavepointWriter {
 }
 
 /**
+ * How `withKeyedState` encodes values of `descriptor`: as a job's backend stores them. A state with a TTL is stored
+ * stamped (see `storedDescriptor`), every value last accessed at one time, taken when the state is added.
+ */
+function valueEncoder<V>(descriptor: StateDescriptor<unknown, V>, clock: StateClock): (value: V) => unknown {
+  const { serializer, kind, ttl } = descriptor;
+  if (ttl === undefined) return (value) => serializer.encode(value);
+  const stored = ttlSerializer(serializer as Serializer<unknown>, kind);
+  const now = ttlNow(clock, resolveTtl(ttl));
+  return (value) => stored.encode(stamp(kind, value, now));
+}
+
+/**
  * The last-access times of a TTL state's value rewritten offline, from those it was saved with (`EncodedStamped`):
  * rewriting is no access. A list or map keeps one time per element while its length stays (elements keep their
  * order); otherwise each element gets the latest of the saved times.
@@ -271,13 +293,13 @@ function addPayload(draft: OperatorDraft, payload: KeyedStatePayload, maxParalle
  * @example createSavepoint({ job: 'clicks' }).withKeyedState('per-user', totals, entries).write(storage, 'savepoints/bootstrap')
  */
 export function createSavepoint(options: CreateSavepointOptions): SavepointWriter {
-  return new SavepointWriter(options.job, options.maxParallelism ?? DEFAULT_MAX_PARALLELISM);
+  return new SavepointWriter(options.job, options.maxParallelism ?? DEFAULT_MAX_PARALLELISM, undefined, options.clock);
 }
 
 /**
  * A writer holding everything a savepoint holds, to change and write as a new savepoint.
  * @example (await deriveSavepoint(await readSavepoint(storage, old))).removeOperator('legacy').write(storage, 'savepoints/v2')
  */
-export function deriveSavepoint(reader: SavepointReader, options: { job?: string } = {}): Promise<SavepointWriter> {
+export function deriveSavepoint(reader: SavepointReader, options: Partial<Pick<CreateSavepointOptions, 'job' | 'clock'>> = {}): Promise<SavepointWriter> {
   return SavepointWriter.derive(reader, options);
 }

@@ -14,6 +14,7 @@ import {
   process,
   readSavepoint,
   valueState,
+  type StateClock,
 } from 'weir';
 import { fsCheckpointStorage } from 'weir/node';
 import { readCheckpointEntries } from '../../src/inspector/readStateEntries';
@@ -152,6 +153,45 @@ describe('writing savepoints', () => {
   });
 });
 
+describe('chunked savepoints', () => {
+  /** Per instance more keys than one state file holds (131 072 entries), so each instance's keyed state is several files. */
+  const KEYS = 300_000;
+  const seen = valueState<boolean>('seen');
+
+  /**
+   * A savepoint of a keyed process at parallelism 2 with keyed state per key; each instance also saves operator state
+   * (its timers), into the first of its files.
+   */
+  async function chunkedSavepoint() {
+    const storage = memoryCheckpointStorage();
+    const paused = pausableSource(Array.from({ length: KEYS + 1 }, (_, i) => `k${i}`), [KEYS]);
+    const job = createJob({ name: 'chunked', chunkSize: 4096, checkpoints: { storage } });
+    job.source(paused.source, { uid: 'in' }).pipe(
+      keyBy((key: string) => key),
+      process<string, never>({ onElement: (_key, ctx) => ctx.state(seen).update(true) }, { uid: 'seen', parallelism: 2 }),
+      collect<never>().sink({ uid: 'out' }),
+    );
+    const running = job.start();
+    await paused.reached(KEYS);
+    const path = (await running.stop({ savepoint: { path: 'savepoints' } })).checkpoints.at(-1)!.path;
+    paused.releaseAll();
+    return { storage, path };
+  }
+
+  it('gives one operator state per instance, not per file, when reading and deriving', async () => {
+    const { storage, path } = await chunkedSavepoint();
+    const savepoint = await readSavepoint(storage, path);
+    expect(savepoint.metadata.operators.find((o) => o.uid === 'seen')!.files.length).toBeGreaterThan(2);
+    expect(savepoint.operators.find((o) => o.uid === 'seen')!.parallelism).toBe(2);
+    const states = await savepoint.operatorState('seen');
+    expect(states).toHaveLength(2);
+    for (const state of states) expect(state).toBeDefined();
+
+    const derived = await (await deriveSavepoint(savepoint)).write(storage, 'derived');
+    expect(await (await readSavepoint(storage, derived)).operatorState('seen')).toEqual(states);
+  });
+});
+
 describe('the inspector view', () => {
   it('reads a checkpoint directory too', async () => {
     const storage = fsCheckpointStorage(join(dir, 'cp'));
@@ -221,6 +261,64 @@ describe('TTL state', () => {
       expect(await read(name)).toEqual(expected[name]);
       expect(await read(name, descriptor)).toEqual(expected[name]);
     }
+  });
+
+  /** A job over ann's and bob's first visits emitting what each one's TTL states hold (restored, as it writes none). */
+  function restoredVisitsJob(storage: ReturnType<typeof memoryCheckpointStorage>) {
+    const out = collect<[string, number | undefined, string[], [string, Date][]]>();
+    const job = createJob({ name: 'ttl-visits', checkpoints: { storage } });
+    job
+      .source(fromArray(visits.slice(0, 2)), { uid: 'in' })
+      .pipe(
+        keyBy((v: Visit) => v.user),
+        process<Visit, [string, number | undefined, string[], [string, Date][]]>(
+          {
+            onElement(v, ctx, o) {
+              o.emit([v.user, ctx.state(last).value(), ctx.state(pages).get(), ctx.state(pageAt).entries()]);
+            },
+          },
+          { uid: 'per-user', parallelism: 3 },
+        ),
+        out.sink({ uid: 'out' }),
+      );
+    return { job, out };
+  }
+
+  /** A bootstrapped savepoint of the three TTL states, stamped by `clock` (the wall clock by default). */
+  function bootstrapVisits(storage: ReturnType<typeof memoryCheckpointStorage>, path: string, clock?: StateClock) {
+    return createSavepoint({ job: 'ttl-visits', ...(clock ? { clock } : {}) })
+      .withKeyedState('per-user', last, [['ann', 3], ['bob', 2]], { parallelism: 2 })
+      .withKeyedState('per-user', pages, [['ann', ['p1', 'p3']], ['bob', ['p2']]])
+      .withKeyedState('per-user', pageAt, [['ann', new Map([['p1', new Date(1)], ['p3', new Date(3)]])]])
+      .write(storage, path);
+  }
+
+  it('bootstraps TTL state stored as a job stores it, stamped now, which a job restores and readSavepoint unwraps', async () => {
+    const storage = memoryCheckpointStorage();
+    const at = 1_000;
+    const path = await bootstrapVisits(storage, 'at-1000', { processingTime: () => at, eventTime: () => at });
+    const savepoint = await readSavepoint(storage, path);
+    expect(new Map(await collectAll(savepoint.keyedState('per-user', 'last')))).toEqual(new Map([['ann', 3], ['bob', 2]]));
+    expect(new Map(await collectAll(savepoint.keyedState('per-user', 'pages', { descriptor: pages as never })))).toEqual(new Map([['ann', ['p1', 'p3']], ['bob', ['p2']]]));
+    expect(await collectAll(savepoint.keyedState('per-user', 'page-at', { descriptor: pageAt as never }))).toEqual([['ann', new Map([['p1', new Date(1)], ['p3', new Date(3)]])]]);
+    const entries = (await readCheckpointEntries(storage, path)).get('per-user')!;
+    expect(entries.get('last')!.map((entry) => entry.lastAccess)).toEqual([at, at]);
+    expect(entries.get('pages')!.find((entry) => entry.key === 'ann')!.lastAccess).toEqual([at, at]);
+
+    // Stamped at the writer's now: live for a job restoring it within the TTL (on the wall clock), expired for a job
+    // whose clock is more than the TTL (60 s) past `at`.
+    const live = restoredVisitsJob(storage);
+    await live.job.start({ restore: { savepoint: await bootstrapVisits(storage, 'now') } }).done;
+    expect(live.out.values).toEqual([
+      ['ann', 3, ['p1', 'p3'], [['p1', new Date(1)], ['p3', new Date(3)]]],
+      ['bob', 2, ['p2'], []],
+    ]);
+    const expired = restoredVisitsJob(storage);
+    await expired.job.start({ restore: { savepoint: path } }).done;
+    expect(expired.out.values).toEqual([
+      ['ann', undefined, [], []],
+      ['bob', undefined, [], []],
+    ]);
   });
 
   it('transforms a TTL state offline, keeping its values\' access times', async () => {

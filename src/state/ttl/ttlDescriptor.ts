@@ -25,6 +25,21 @@ export function splitStamped(encoded: unknown): EncodedStamped | undefined {
   return typeof lastAccess === 'number' || Array.isArray(lastAccess) ? (encoded as EncodedStamped) : undefined;
 }
 
+/**
+ * A whole value of a state of `kind` in its stored form (`Stamped`), last accessed at `time` (each element of a list,
+ * each entry of a map): what the TTL states store when it is written, for writers of state outside a job.
+ */
+export function stamp(kind: StateKind, value: unknown, time: number): unknown {
+  switch (kind) {
+    case 'list':
+      return Array.from(value as Iterable<unknown>, (element): Stamped<unknown> => [element, time]);
+    case 'map':
+      return new Map(Array.from(value as Map<unknown, unknown>, ([key, element]): [unknown, Stamped<unknown>] => [key, [element, time]]));
+    default:
+      return [value, time] satisfies Stamped<unknown>;
+  }
+}
+
 /** Passed to `add` of a stored reducing or aggregating state: sets the access time without adding a value. */
 export const RESTAMP: unique symbol = Symbol('restamp');
 
