@@ -119,22 +119,18 @@ async function idbCheckpoint(
     bytes.set(part, at);
     at += part.byteLength;
   }
-  let blobRound = 0;
-  const blob = async () => {
+  // One `set` of `value`, timed, then removed so that every round writes into the same empty store.
+  let round = 0;
+  const timedSet = (value: unknown) => async () => {
+    const key = `value-${round++}`;
     const start = performance.now();
-    await set(`checkpoint-${blobRound++}`, bytes, blobs);
+    await set(key, value, blobs);
     const ms = performance.now() - start;
-    await del(`checkpoint-${blobRound - 1}`, blobs);
+    await del(key, blobs);
     return ms;
   };
-  let mapRound = 0;
-  const map = async () => {
-    const start = performance.now();
-    await set(`map-${mapRound++}`, sums, blobs);
-    const ms = performance.now() - start;
-    await del(`map-${mapRound - 1}`, blobs);
-    return ms;
-  };
+  const blob = timedSet(bytes);
+  const map = timedSet(sums);
   const best = await sideBySide({ checkpoint, blob, map }, { rounds, best: 'min', settle: settleHeap });
   await job.end();
   for (const name of [`weir-bench-chk-${id}`, `weir-bench-blob-${id}`]) indexedDB.deleteDatabase(name);
