@@ -1,8 +1,8 @@
 import { createStore, get, promisifyRequest, set } from 'idb-keyval';
 import superjson from 'superjson';
-import { CheckpointCorruptedError, CheckpointNotFoundError, JobDefinitionError, StorageQuotaExceededError } from '../core/errors';
-import type { CheckpointStorage } from '../core/types';
-import { directoryPrefix, normalizePath } from '../storage/storagePaths';
+import { CheckpointCorruptedError, CheckpointNotFoundError, JobDefinitionError, StorageQuotaExceededError } from '../core/errors.js';
+import type { CheckpointStorage } from '../core/types.js';
+import { directoryPrefix, normalizePath } from '../storage/storagePaths.js';
 
 /** The one object store of a weir database: file paths as keys, file contents (a `Blob` each) as values. */
 const STORE = 'files';

@@ -1,7 +1,7 @@
 import type { Subscription } from 'rxjs';
-import { CancelCheckpointMarker, CheckpointBarrier, ControlElement, SideOutputElement, Watermark, WatermarkStatus } from '../core/elements';
-import type { AlignmentStats } from '../core/graph';
-import type { Scheduler } from '../core/types';
+import { CancelCheckpointMarker, CheckpointBarrier, ControlElement, SideOutputElement, Watermark, WatermarkStatus } from '../core/elements.js';
+import type { AlignmentStats } from '../core/graph.js';
+import type { Scheduler } from '../core/types.js';
 
 /** `exactly-once` aligns barriers by holding records; `at-least-once` snapshots when the last barrier arrives. */
 export type CheckpointMode = 'exactly-once' | 'at-least-once';

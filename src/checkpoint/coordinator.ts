@@ -1,12 +1,12 @@
 import { Subject, type Observable, type Subscription } from 'rxjs';
-import { CheckpointBarrier } from '../core/elements';
-import { CheckpointAbortedError, CheckpointFailuresExceededError, StateSizeExceededError } from '../core/errors';
-import type { CheckpointStorage, Json, KeyGroupRange, KeyedSnapshot, KeyedStatePayload, Scheduler } from '../core/types';
-import { yieldToEventLoop } from '../core/yieldToEventLoop';
-import type { CheckpointStats, OperatorCheckpointStats } from './checkpointStats';
-import { settingAside } from '../state/setAsideValues';
-import { encodeFile } from './fileFormat';
-import { readSharedFiles, removeCheckpointDirs, sharedFilesOf } from './sharedFiles';
+import { CheckpointBarrier } from '../core/elements.js';
+import { CheckpointAbortedError, CheckpointFailuresExceededError, StateSizeExceededError } from '../core/errors.js';
+import type { CheckpointStorage, Json, KeyGroupRange, KeyedSnapshot, KeyedStatePayload, Scheduler } from '../core/types.js';
+import { yieldToEventLoop } from '../core/yieldToEventLoop.js';
+import type { CheckpointStats, OperatorCheckpointStats } from './checkpointStats.js';
+import { settingAside } from '../state/setAsideValues.js';
+import { encodeFile } from './fileFormat.js';
+import { readSharedFiles, removeCheckpointDirs, sharedFilesOf } from './sharedFiles.js';
 import {
   METADATA_FILE,
   checkpointDir,
@@ -17,7 +17,7 @@ import {
   type OperatorRole,
   type OperatorStatePayload,
   type StateFileEntry,
-} from './layout';
+} from './layout.js';
 
 /** One acknowledging task: an operator instance. */
 export interface CheckpointTask {

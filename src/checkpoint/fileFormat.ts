@@ -1,6 +1,6 @@
 import CRC32 from 'crc-32';
-import { CheckpointCorruptedError } from '../core/errors';
-import { revivingSetAside } from '../state/setAsideValues';
+import { CheckpointCorruptedError } from '../core/errors.js';
+import { revivingSetAside } from '../state/setAsideValues.js';
 
 /**
  * Every persisted file: one header line of JSON — `{"weir":"state","version":1,"length":N,"crc32":C}` — then N bytes of

@@ -1,5 +1,5 @@
-import type { Json, KeyedStatePayload } from '../core/types';
-import type { OperatorCheckpointStats } from './checkpointStats';
+import type { Json, KeyedStatePayload } from '../core/types.js';
+import type { OperatorCheckpointStats } from './checkpointStats.js';
 
 /**
  * The logical layout every checkpoint storage shares (so one inspector reads them all):

@@ -1,8 +1,8 @@
-import { CheckpointCorruptedError, CheckpointNotFoundError, ForeignCheckpointError } from '../core/errors';
-import type { CheckpointStorage, Json, KeyGroupRange, KeyedStatePayload } from '../core/types';
-import { checkStatePayload, isStateFileEntry } from './checkPayloads';
-import { readStored } from '../storage/readStored';
-import { decodeFile } from './fileFormat';
+import { CheckpointCorruptedError, CheckpointNotFoundError, ForeignCheckpointError } from '../core/errors.js';
+import type { CheckpointStorage, Json, KeyGroupRange, KeyedStatePayload } from '../core/types.js';
+import { checkStatePayload, isStateFileEntry } from './checkPayloads.js';
+import { readStored } from '../storage/readStored.js';
+import { decodeFile } from './fileFormat.js';
 import {
   METADATA_FILE,
   checkpointDir,
@@ -12,7 +12,7 @@ import {
   type CheckpointMetadata,
   type OperatorStatePayload,
   type StateFileEntry,
-} from './layout';
+} from './layout.js';
 
 /** A checkpoint read back and fully checked: every file present, every checksum right. */
 export interface LoadedCheckpoint {

@@ -1,7 +1,7 @@
-import type { CheckpointStorage } from '../core/types';
-import { decodeFile } from './fileFormat';
-import { METADATA_FILE, checkpointDir, type CheckpointMetadata } from './layout';
-import { checkMetadata } from './loadCheckpoint';
+import type { CheckpointStorage } from '../core/types.js';
+import { decodeFile } from './fileFormat.js';
+import { METADATA_FILE, checkpointDir, type CheckpointMetadata } from './layout.js';
+import { checkMetadata } from './loadCheckpoint.js';
 
 /**
  * Incremental checkpoints reference the state files of earlier checkpoints in place (`<job>/chk-<id>/<file>`, an

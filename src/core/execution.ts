@@ -1,15 +1,15 @@
 import { Observable, share, type Subscription } from 'rxjs';
-import type { CheckpointMode } from '../checkpoint/barrierAligner';
-import { taskId, type CheckpointCoordinator, type CheckpointTask, type SavepointTarget } from '../checkpoint/coordinator';
-import type { LoadedCheckpoint } from '../checkpoint/loadCheckpoint';
-import { QueryableStateRegistry } from '../query/queryableStateRegistry';
-import { CheckpointBarrier, ControlElement, type OperatorWatermark, type RecordTimestamp, type StreamElement } from './elements';
-import { NonReplayableSourceError } from './errors';
-import { keyGroupRangeFor } from './keyGroups';
-import type { GraphNode, TaskContext } from './graph';
-import type { JobGraph } from './jobGraph';
-import { SourceRunner } from './sourceRunner';
-import type { Json, KeyGroupRange, KeyedStateBackend, Scheduler, SinkWriter, StateBackend, StateClock } from './types';
+import type { CheckpointMode } from '../checkpoint/barrierAligner.js';
+import { taskId, type CheckpointCoordinator, type CheckpointTask, type SavepointTarget } from '../checkpoint/coordinator.js';
+import type { LoadedCheckpoint } from '../checkpoint/loadCheckpoint.js';
+import { QueryableStateRegistry } from '../query/queryableStateRegistry.js';
+import { CheckpointBarrier, ControlElement, type OperatorWatermark, type RecordTimestamp, type StreamElement } from './elements.js';
+import { NonReplayableSourceError } from './errors.js';
+import { keyGroupRangeFor } from './keyGroups.js';
+import type { GraphNode, TaskContext } from './graph.js';
+import type { JobGraph } from './jobGraph.js';
+import { SourceRunner } from './sourceRunner.js';
+import type { Json, KeyGroupRange, KeyedStateBackend, Scheduler, SinkWriter, StateBackend, StateClock } from './types.js';
 
 export interface ExecutionOptions {
   graph: JobGraph;
@@ -69,7 +69,8 @@ export class Execution {
     });
     const consumers = graph.consumers();
     const outputs = new Map<GraphNode, Observable<StreamElement<unknown>>>();
-    const sinks: Observable<StreamElement<unknown>>[] = [];
+    /** What the attempt subscribes to: every sink, and every branch that ends in an operator instead of a sink. */
+    const ends: Observable<StreamElement<unknown>>[] = [];
     const tasks = new Map<string, CheckpointTask>();
     for (const node of graph.nodes) {
       const task = this.taskContext(node);
@@ -79,9 +80,12 @@ export class Execution {
         this.sourceCount++;
       } else if (node.sink) {
         output = await this.sinkOutput(node, task, outputs.get(node.inputs[0]!)!);
-        sinks.push(output);
+        ends.push(output);
       } else {
         output = node.build!(task, node.inputs.map((input) => outputs.get(input)!));
+        // A branch may end in an operator whose state is only read through queries (valid in Flink too): nothing
+        // downstream subscribes to it, so the attempt does, or its records and barriers would never flow through it.
+        if (consumers.get(node)!.length === 0) ends.push(output);
       }
       if (node.stateful) {
         for (let subtask = 0; subtask < (node.parallelism ?? 1); subtask++) tasks.set(taskId(node.uid, subtask), { uid: node.uid, subtask, role: node.role });
@@ -97,24 +101,24 @@ export class Execution {
       },
       fail: (error) => this.fail(error),
     });
-    let completedSinks = 0;
-    const sinksDone = new Promise<void>((resolve) => {
-      for (const sink of sinks) {
+    let completedEnds = 0;
+    const endsDone = new Promise<void>((resolve) => {
+      for (const end of ends) {
         this.subscriptions.push(
-          sink.subscribe({
+          end.subscribe({
             error: (error) => this.fail(error),
             complete: () => {
-              if (++completedSinks === sinks.length) resolve();
+              if (++completedEnds === ends.length) resolve();
             },
           }),
         );
       }
-      if (sinks.length === 0) resolve();
+      if (ends.length === 0) resolve();
     });
     // Sinks finish (publish what they hold) only after the final checkpoint completed, as Flink commits on its
     // notifyCheckpointComplete: finishing when the input ends would publish output of a checkpoint that may still
     // fail, and a restart from the previous checkpoint would then emit it twice.
-    sinksDone
+    endsDone
       .then(() => this.finalCheckpoint)
       .then(() => (this.ended ? undefined : Promise.all(this.writers.map((writer) => writer.finish()))))
       .then(() => this.succeed(), (error) => this.fail(error));

@@ -1,5 +1,5 @@
-import type { GraphNode, KeySelector } from './graph';
-import type { JobGraph } from './jobGraph';
+import type { GraphNode, KeySelector } from './graph.js';
+import type { JobGraph } from './jobGraph.js';
 
 type Fn<A, B> = (a: A) => B;
 

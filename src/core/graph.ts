@@ -1,8 +1,8 @@
 import type { Observable } from 'rxjs';
-import type { CheckpointMode } from '../checkpoint/barrierAligner';
-import type { OperatorRole } from '../checkpoint/layout';
-import type { CheckpointBarrier, OperatorWatermark, RecordTimestamp, StreamElement } from './elements';
-import type { AnyStateDescriptor, Json, KeyGroupRange, KeyedSnapshot, KeyedStateBackend, Key, Scheduler, Sink, Source } from './types';
+import type { CheckpointMode } from '../checkpoint/barrierAligner.js';
+import type { OperatorRole } from '../checkpoint/layout.js';
+import type { CheckpointBarrier, OperatorWatermark, RecordTimestamp, StreamElement } from './elements.js';
+import type { AnyStateDescriptor, Json, KeyGroupRange, KeyedSnapshot, KeyedStateBackend, Key, Scheduler, Sink, Source } from './types.js';
 
 /** What a node's runtime gets from the job for one attempt: its identity, state and the checkpoint hooks. */
 export interface TaskContext {

@@ -1,18 +1,18 @@
-import type { CheckpointMode } from '../checkpoint/barrierAligner';
-import { CheckpointCoordinator } from '../checkpoint/coordinator';
-import { completedCheckpointIds, loadCheckpoint, loadLatestCheckpoint, type LoadedCheckpoint } from '../checkpoint/loadCheckpoint';
-import { checkpointDir } from '../checkpoint/layout';
-import { heapStateBackend } from '../state/heap/heapStateBackend';
-import { memoryCheckpointStorage } from '../storage/memoryCheckpointStorage';
+import type { CheckpointMode } from '../checkpoint/barrierAligner.js';
+import { CheckpointCoordinator } from '../checkpoint/coordinator.js';
+import { completedCheckpointIds, loadCheckpoint, loadLatestCheckpoint, type LoadedCheckpoint } from '../checkpoint/loadCheckpoint.js';
+import { checkpointDir } from '../checkpoint/layout.js';
+import { heapStateBackend } from '../state/heap/heapStateBackend.js';
+import { memoryCheckpointStorage } from '../storage/memoryCheckpointStorage.js';
 import { asyncScheduler } from 'rxjs';
-import { CheckpointCorruptedError, CheckpointNotFoundError, JobDefinitionError, NonRestoredStateError, StateMigrationError } from './errors';
-import { Flow } from './flow';
-import { JobGraph } from './jobGraph';
-import { DEFAULT_MAX_PARALLELISM } from './keyGroups';
-import { restartStrategy, type RestartStrategyOptions } from './restartStrategy';
-import { RunningJob } from './runningJob';
-import type { CheckpointStorage, Scheduler, Source, StateBackend } from './types';
-import { DEFAULT_CHUNK_SIZE } from './yieldToEventLoop';
+import { CheckpointCorruptedError, CheckpointNotFoundError, JobDefinitionError, NonRestoredStateError, StateMigrationError } from './errors.js';
+import { Flow } from './flow.js';
+import { JobGraph } from './jobGraph.js';
+import { DEFAULT_MAX_PARALLELISM } from './keyGroups.js';
+import { restartStrategy, type RestartStrategyOptions } from './restartStrategy.js';
+import { RunningJob } from './runningJob.js';
+import type { CheckpointStorage, Scheduler, Source, StateBackend } from './types.js';
+import { DEFAULT_CHUNK_SIZE } from './yieldToEventLoop.js';
 
 /** Flink's default checkpoint timeout: 10 minutes. */
 const DEFAULT_CHECKPOINT_TIMEOUT = 600_000;
@@ -158,8 +158,12 @@ export class Job {
   /** Starts the job (once). `running.done` settles when it ends. */
   start(options: StartOptions = {}): RunningJob {
     if (this.running) throw new JobDefinitionError(`job '${this.name}' was already started; create a new job to run it again`);
-    if (!this.graph.nodes.some((node) => node.sink)) {
-      throw new JobDefinitionError(`job '${this.name}' has no sink, so it would compute nothing: end a flow with collect(), forEach(), toFile() or asObservable()`);
+    // A branch may end in a keyed operator whose state is read through queries; a job with neither that nor a sink
+    // would compute nothing anyone can see.
+    if (!this.graph.nodes.some((node) => node.sink || (node.stateful && !node.source))) {
+      throw new JobDefinitionError(
+        `job '${this.name}' has no sink and no stateful operator, so it would compute nothing: end a flow with collect(), forEach(), toFile() or asObservable()`,
+      );
     }
     this.graph.freeze();
     const { name, checkpoints, scheduler = asyncScheduler, onWarning = (message: string) => console.warn(`[weir] ${message}`) } = this.options;

@@ -1,5 +1,5 @@
-import { JobDefinitionError } from './errors';
-import type { GraphNode } from './graph';
+import { JobDefinitionError } from './errors.js';
+import type { GraphNode } from './graph.js';
 
 export type NodeSpec = Omit<GraphNode, 'id' | 'uid'> & {
   /** Operator name, used for the generated uid. */

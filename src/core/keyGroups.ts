@@ -1,4 +1,4 @@
-import type { Key, KeyGroupRange } from './types';
+import type { Key, KeyGroupRange } from './types.js';
 
 /** Flink's default number of key groups: the most parallel instances a keyed operator can ever be rescaled to. */
 export const DEFAULT_MAX_PARALLELISM = 128;

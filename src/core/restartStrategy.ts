@@ -1,4 +1,4 @@
-import { JobDefinitionError } from './errors';
+import { JobDefinitionError } from './errors.js';
 
 /**
  * What a job does when a user function (or a checkpoint) fails, as Flink's restart strategies:

@@ -1,13 +1,13 @@
 import { EMPTY, type Observable } from 'rxjs';
-import type { CheckpointCoordinator, SavepointTarget } from '../checkpoint/coordinator';
-import type { CheckpointStats } from '../checkpoint/checkpointStats';
-import type { LoadedCheckpoint } from '../checkpoint/loadCheckpoint';
-import { JobDefinitionError, WeirError } from './errors';
-import { Execution, type ExecutionOptions } from './execution';
-import { StateQueries, type KeyPage, type KeyPageOptions, type QueryableStateReader, type QueryOptions } from '../query/stateQueries';
-import type { QueryableStateInfo } from '../query/queryableStateRegistry';
-import type { RestartStrategy } from './restartStrategy';
-import type { CheckpointLock, CheckpointStorage, Key, Scheduler } from './types';
+import type { CheckpointCoordinator, SavepointTarget } from '../checkpoint/coordinator.js';
+import type { CheckpointStats } from '../checkpoint/checkpointStats.js';
+import type { LoadedCheckpoint } from '../checkpoint/loadCheckpoint.js';
+import { JobDefinitionError, WeirError } from './errors.js';
+import { Execution, type ExecutionOptions } from './execution.js';
+import { StateQueries, type KeyPage, type KeyPageOptions, type QueryableStateReader, type QueryOptions } from '../query/stateQueries.js';
+import type { QueryableStateInfo } from '../query/queryableStateRegistry.js';
+import type { RestartStrategy } from './restartStrategy.js';
+import type { CheckpointLock, CheckpointStorage, Key, Scheduler } from './types.js';
 
 /** Where a savepoint goes. */
 export interface SavepointOptions {

@@ -1,7 +1,7 @@
 import type { Subscriber } from 'rxjs';
-import { CancelCheckpointMarker, MAX_WATERMARK, type CheckpointBarrier, type StreamElement } from './elements';
-import type { Json, SourceReader } from './types';
-import { yieldToEventLoop } from './yieldToEventLoop';
+import { CancelCheckpointMarker, MAX_WATERMARK, type CheckpointBarrier, type StreamElement } from './elements.js';
+import type { Json, SourceReader } from './types.js';
+import { yieldToEventLoop } from './yieldToEventLoop.js';
 
 export interface SourceRunnerHooks {
   /** Records per read: big enough to amortise the yield, small enough that barriers are not held back long. */

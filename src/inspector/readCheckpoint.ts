@@ -1,7 +1,7 @@
-import { checkStatePayload } from '../checkpoint/checkPayloads';
-import { decodeFile } from '../checkpoint/fileFormat';
-import { readStored } from '../storage/readStored';
-import { checkMetadata } from '../checkpoint/loadCheckpoint';
+import { checkStatePayload } from '../checkpoint/checkPayloads.js';
+import { decodeFile } from '../checkpoint/fileFormat.js';
+import { readStored } from '../storage/readStored.js';
+import { checkMetadata } from '../checkpoint/loadCheckpoint.js';
 import {
   METADATA_FILE,
   checkpointIdOf,
@@ -11,10 +11,10 @@ import {
   stateFilePath,
   type CheckpointMetadata,
   type OperatorRole,
-} from '../checkpoint/layout';
-import type { CheckpointStorage, KeyedStatePayload, StateKind, StateMeta } from '../core/types';
-import { forEachPayloadEntry } from '../state/payloadEntries';
-import { restoredPayload } from '../state/restoredPayload';
+} from '../checkpoint/layout.js';
+import type { CheckpointStorage, KeyedStatePayload, StateKind, StateMeta } from '../core/types.js';
+import { forEachPayloadEntry } from '../state/payloadEntries.js';
+import { restoredPayload } from '../state/restoredPayload.js';
 
 /**
  * Reads what checkpoints and savepoints hold without the job's code, on any `CheckpointStorage` (the same layout

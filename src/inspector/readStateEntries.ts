@@ -1,9 +1,9 @@
 import superjson from 'superjson';
-import type { CheckpointStorage, Key } from '../core/types';
-import { decodeKey } from '../state/keyCodec';
-import { forEachPayloadEntry } from '../state/payloadEntries';
-import { readSavepoint } from '../stateProcessor/readSavepoint';
-import { storedValueDecoder, type StoredValue } from '../stateProcessor/serializerById';
+import type { CheckpointStorage, Key } from '../core/types.js';
+import { decodeKey } from '../state/keyCodec.js';
+import { forEachPayloadEntry } from '../state/payloadEntries.js';
+import { readSavepoint } from '../stateProcessor/readSavepoint.js';
+import { storedValueDecoder, type StoredValue } from '../stateProcessor/serializerById.js';
 
 /**
  * The keyed state a checkpoint or savepoint holds, decoded without the job's code: every entry of every state of

@@ -1,8 +1,8 @@
 import { open, type FileHandle } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { CheckpointCorruptedError, FileChangedError, JobDefinitionError, MalformedRecordError, SourceNotFoundError } from '../core/errors';
-import type { Source, SourceReader } from '../core/types';
-import { errorCode } from './fsInternals';
+import { CheckpointCorruptedError, FileChangedError, JobDefinitionError, MalformedRecordError, SourceNotFoundError } from '../core/errors.js';
+import type { Source, SourceReader } from '../core/types.js';
+import { errorCode } from './fsInternals.js';
 
 const NEWLINE = 0x0a;
 const CARRIAGE_RETURN = 0x0d;

@@ -1,9 +1,9 @@
 import { readFile, readdir, rm } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { CheckpointNotFoundError } from '../core/errors';
-import type { CheckpointStorage } from '../core/types';
-import { acquireFsLock, type FsLockOptions } from './fsLock';
-import { errorCode, isTempFile, writeFileAtomic } from './fsInternals';
+import { CheckpointNotFoundError } from '../core/errors.js';
+import type { CheckpointStorage } from '../core/types.js';
+import { acquireFsLock, type FsLockOptions } from './fsLock.js';
+import { errorCode, isTempFile, writeFileAtomic } from './fsInternals.js';
 
 export interface FsCheckpointStorageOptions {
   /**

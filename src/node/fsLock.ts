@@ -8,9 +8,9 @@ import { randomBytes } from 'node:crypto';
 import { link, mkdir, readFile, rename, stat, unlink, utimes, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { dirname } from 'node:path';
-import { CheckpointDirectoryLockedError } from '../core/errors';
-import type { CheckpointLock } from '../core/types';
-import { errorCode } from './fsInternals';
+import { CheckpointDirectoryLockedError } from '../core/errors.js';
+import type { CheckpointLock } from '../core/types.js';
+import { errorCode } from './fsInternals.js';
 
 export interface FsLockOptions {
   /** A lock whose heartbeat is older than this (ms) is abandoned, whatever its host (30 s by default). */

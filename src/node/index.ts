@@ -1,5 +1,5 @@
-export { fsCheckpointStorage } from './fsCheckpointStorage';
-export { fromFile } from './fromFile';
-export { toFile, fileSink } from './toFile';
-export { lmdbStateBackend, type LmdbStateBackendOptions } from './lmdb/lmdbStateBackend';
-export { serveQueryableState, type QueryableStateServer, type QueryableStateServerOptions } from './queryableStateServer';
+export { fsCheckpointStorage } from './fsCheckpointStorage.js';
+export { fromFile } from './fromFile.js';
+export { toFile, fileSink } from './toFile.js';
+export { lmdbStateBackend, type LmdbStateBackendOptions } from './lmdb/lmdbStateBackend.js';
+export { serveQueryableState, type QueryableStateServer, type QueryableStateServerOptions } from './queryableStateServer.js';

@@ -1,10 +1,10 @@
 import { Worker } from 'node:worker_threads';
 import superjson from 'superjson';
-import { CheckpointNotFoundError, JobDefinitionError } from '../core/errors';
-import type { Key } from '../core/types';
-import { API_PREFIX, ERROR_STATUS, type ErrorBody, type ErrorCode } from '../query/queryProtocol';
-import { InvalidQueryError, QueryableStateUnavailableError, UnknownQueryableStateError } from '../query/queryErrors';
-import type { KeyPageOptions, QueryableStateReader } from '../query/stateQueries';
+import { CheckpointNotFoundError, JobDefinitionError } from '../core/errors.js';
+import type { Key } from '../core/types.js';
+import { API_PREFIX, ERROR_STATUS, type ErrorBody, type ErrorCode } from '../query/queryProtocol.js';
+import { InvalidQueryError, QueryableStateUnavailableError, UnknownQueryableStateError } from '../query/queryErrors.js';
+import type { KeyPageOptions, QueryableStateReader } from '../query/stateQueries.js';
 
 export interface QueryableStateServerOptions {
   /** Port to listen on; 0 picks a free one (see `url`). */

@@ -1,11 +1,11 @@
-import type { Flow, KeyedFlow } from '../core/flow';
-import type { AggregateFunction } from '../core/types';
-import { aggregatingState } from '../state/descriptors';
-import type { ProcessWindowFunction } from '../windows/windowFunction';
-import { WindowedFlow } from '../windows/windowedFlow';
-import { rejectWindowOnly, rejectWindowQueryable, windowOperator } from '../windows/windowOperator';
-import { keyedOperate } from './keyedOperate';
-import type { StatefulOperatorOptions, WindowFunctionOptions } from './reduce';
+import type { Flow, KeyedFlow } from '../core/flow.js';
+import type { AggregateFunction } from '../core/types.js';
+import { aggregatingState } from '../state/descriptors.js';
+import type { ProcessWindowFunction } from '../windows/windowFunction.js';
+import { WindowedFlow } from '../windows/windowedFlow.js';
+import { rejectWindowOnly, rejectWindowQueryable, windowOperator } from '../windows/windowOperator.js';
+import { keyedOperate } from './keyedOperate.js';
+import type { StatefulOperatorOptions, WindowFunctionOptions } from './reduce.js';
 
 /**
  * Rolling aggregation per key with a Flink AggregateFunction: records are added to the key's accumulator and

@@ -1,5 +1,5 @@
-import type { Flow } from '../core/flow';
-import type { MapState, StateDescriptor } from '../core/types';
+import type { Flow } from '../core/flow.js';
+import type { MapState, StateDescriptor } from '../core/types.js';
 
 /**
  * A flow whose every record reaches every parallel instance of the operator it is connected to, together with the

@@ -1,13 +1,13 @@
-import { SideOutputElement } from '../core/elements';
-import { NoKeyedContextError } from '../core/errors';
-import { KeyedFlow, type Flow } from '../core/flow';
-import type { KeySelector, TaskContext } from '../core/graph';
-import type { Json, Key, KeyedStateBackend, StateDescriptor } from '../core/types';
-import { TimerService, savedTimers, type TimeDomain } from '../time/timerService';
-import type { ConnectedFlows } from './connect';
-import { operateMulti, restoredStates, type MultiInputHandler } from './operateMulti';
-import { checkStates } from './keyedOperate';
-import type { Output, ProcessContext, ProcessOptions, TimerContext, Timers } from './process';
+import { SideOutputElement } from '../core/elements.js';
+import { NoKeyedContextError } from '../core/errors.js';
+import { KeyedFlow, type Flow } from '../core/flow.js';
+import type { KeySelector, TaskContext } from '../core/graph.js';
+import type { Json, Key, KeyedStateBackend, StateDescriptor } from '../core/types.js';
+import { TimerService, savedTimers, type TimeDomain } from '../time/timerService.js';
+import type { ConnectedFlows } from './connect.js';
+import { operateMulti, restoredStates, type MultiInputHandler } from './operateMulti.js';
+import { checkStates } from './keyedOperate.js';
+import type { Output, ProcessContext, ProcessOptions, TimerContext, Timers } from './process.js';
 
 /** Flink's (Keyed)CoProcessFunction: one method per input, sharing keyed state and timers. */
 export interface CoProcessFunction<A, B, R> {

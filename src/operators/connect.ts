@@ -1,6 +1,6 @@
-import { JobDefinitionError } from '../core/errors';
-import { Flow, KeyedFlow } from '../core/flow';
-import type { BroadcastFlow } from './broadcast';
+import { JobDefinitionError } from '../core/errors.js';
+import { Flow, KeyedFlow } from '../core/flow.js';
+import type { BroadcastFlow } from './broadcast.js';
 
 type Fn<A, B> = (a: A) => B;
 

@@ -1,5 +1,5 @@
-import type { Flow } from '../core/flow';
-import { operate } from './operate';
+import type { Flow } from '../core/flow.js';
+import { operate } from './operate.js';
 
 /**
  * Keeps the records for which `predicate` is true.

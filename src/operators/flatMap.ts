@@ -1,5 +1,5 @@
-import type { Flow } from '../core/flow';
-import { operate } from './operate';
+import type { Flow } from '../core/flow.js';
+import { operate } from './operate.js';
 
 /**
  * Maps every record to any number of records (an array or any iterable), emitted in order.

@@ -1,10 +1,10 @@
-import type { Flow, KeyedFlow } from '../core/flow';
-import { copyValue } from '../state/copyValue';
-import { valueState } from '../state/descriptors';
-import { JobDefinitionError } from '../core/errors';
-import { WindowedFlow } from '../windows/windowedFlow';
-import { keyedOperate } from './keyedOperate';
-import type { StatefulOperatorOptions } from './reduce';
+import type { Flow, KeyedFlow } from '../core/flow.js';
+import { copyValue } from '../state/copyValue.js';
+import { valueState } from '../state/descriptors.js';
+import { JobDefinitionError } from '../core/errors.js';
+import { WindowedFlow } from '../windows/windowedFlow.js';
+import { keyedOperate } from './keyedOperate.js';
+import type { StatefulOperatorOptions } from './reduce.js';
 
 /**
  * Rolling fold per key from a seed (RxJS `scan`, per key): each key starts from its own copy of `seed`, and every

@@ -1,11 +1,11 @@
-import { JobDefinitionError } from '../core/errors';
-import { KeyedFlow, type Flow } from '../core/flow';
-import type { KeySelector } from '../core/graph';
-import { mapState } from '../state/descriptors';
-import { keyedContext } from './coProcess';
-import { savedTimers } from '../time/timerService';
-import { operateMulti, restoredStates } from './operateMulti';
-import type { TimerContext } from './process';
+import { JobDefinitionError } from '../core/errors.js';
+import { KeyedFlow, type Flow } from '../core/flow.js';
+import type { KeySelector } from '../core/graph.js';
+import { mapState } from '../state/descriptors.js';
+import { keyedContext } from './coProcess.js';
+import { savedTimers } from '../time/timerService.js';
+import { operateMulti, restoredStates } from './operateMulti.js';
+import type { TimerContext } from './process.js';
 
 export interface IntervalJoinOptions<A, B, R> {
   /** A right element at `tr` joins a left element at `tl` when `tl + lowerBound <= tr <= tl + upperBound`. */

@@ -1,12 +1,12 @@
-import { JobDefinitionError } from '../core/errors';
-import { KeyedFlow, type Flow } from '../core/flow';
-import type { Key } from '../core/types';
-import { window, type WindowOptions } from '../windows/window';
-import type { WindowAssigner } from '../windows/windowTypes';
-import { keyBy } from './keyBy';
-import { map } from './map';
-import { process } from './process';
-import { unionWith } from './union';
+import { JobDefinitionError } from '../core/errors.js';
+import { KeyedFlow, type Flow } from '../core/flow.js';
+import type { Key } from '../core/types.js';
+import { window, type WindowOptions } from '../windows/window.js';
+import type { WindowAssigner } from '../windows/windowTypes.js';
+import { keyBy } from './keyBy.js';
+import { map } from './map.js';
+import { process } from './process.js';
+import { unionWith } from './union.js';
 
 export interface JoinOptions<A, B, R> extends WindowOptions {
   /** Windows the two flows are joined in; elements of one key in one window are paired. */

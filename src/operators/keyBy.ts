@@ -1,5 +1,5 @@
-import { Flow, KeyedFlow } from '../core/flow';
-import type { Key } from '../core/types';
+import { Flow, KeyedFlow } from '../core/flow.js';
+import type { Key } from '../core/types.js';
 
 /**
  * Partitions a flow by key, like Flink's `keyBy`: the keyed operator that follows keeps state per key. Keys must be

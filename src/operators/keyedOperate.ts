@@ -1,10 +1,10 @@
-import { JobDefinitionError } from '../core/errors';
-import type { Flow } from '../core/flow';
-import type { TaskContext } from '../core/graph';
-import { keyGroupOf } from '../core/keyGroups';
-import type { AnyStateDescriptor, Json, Key, KeyedStateBackend } from '../core/types';
-import { checkKey } from '../state/keyCodec';
-import { operate, requireKeyed, type OperatorHandler } from './operate';
+import { JobDefinitionError } from '../core/errors.js';
+import type { Flow } from '../core/flow.js';
+import type { TaskContext } from '../core/graph.js';
+import { keyGroupOf } from '../core/keyGroups.js';
+import type { AnyStateDescriptor, Json, Key, KeyedStateBackend } from '../core/types.js';
+import { checkKey } from '../state/keyCodec.js';
+import { operate, requireKeyed, type OperatorHandler } from './operate.js';
 
 /** A keyed operator's handler: `onRecord` runs with the record's key current; operator state joins the snapshot. */
 export type KeyedHandler<T> = Omit<OperatorHandler<T>, 'onBarrier'> & {

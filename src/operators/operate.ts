@@ -1,9 +1,9 @@
 import { Observable } from 'rxjs';
-import { CheckpointBarrier, ControlElement, SideOutputElement, Watermark, type StreamElement } from '../core/elements';
-import { JobDefinitionError } from '../core/errors';
-import { Flow, KeyedFlow } from '../core/flow';
-import type { TaskContext } from '../core/graph';
-import type { AnyStateDescriptor } from '../core/types';
+import { CheckpointBarrier, ControlElement, SideOutputElement, Watermark, type StreamElement } from '../core/elements.js';
+import { JobDefinitionError } from '../core/errors.js';
+import { Flow, KeyedFlow } from '../core/flow.js';
+import type { TaskContext } from '../core/graph.js';
+import type { AnyStateDescriptor } from '../core/types.js';
 
 /** How an operator handles elements for one attempt; everything but `onRecord` is optional. */
 export interface OperatorHandler<T> {

@@ -1,12 +1,12 @@
 import { Observable } from 'rxjs';
-import { BarrierAligner } from '../checkpoint/barrierAligner';
-import { CancelCheckpointMarker, Watermark, WATERMARK_ACTIVE, WATERMARK_IDLE, type StreamElement } from '../core/elements';
-import { JobDefinitionError } from '../core/errors';
-import { Flow } from '../core/flow';
-import type { KeySelector, TaskContext } from '../core/graph';
-import type { AnyStateDescriptor, Json, KeyedSnapshot, KeyedStateBackend } from '../core/types';
-import { checkKey } from '../state/keyCodec';
-import { autoSerializer } from '../state/serializers';
+import { BarrierAligner } from '../checkpoint/barrierAligner.js';
+import { CancelCheckpointMarker, Watermark, WATERMARK_ACTIVE, WATERMARK_IDLE, type StreamElement } from '../core/elements.js';
+import { JobDefinitionError } from '../core/errors.js';
+import { Flow } from '../core/flow.js';
+import type { KeySelector, TaskContext } from '../core/graph.js';
+import type { AnyStateDescriptor, Json, KeyedSnapshot, KeyedStateBackend } from '../core/types.js';
+import { checkKey } from '../state/keyCodec.js';
+import { autoSerializer } from '../state/serializers.js';
 
 /** How a multi-input operator handles records for one attempt. */
 export interface MultiInputHandler {

@@ -1,17 +1,17 @@
-import { SideOutputElement, type Watermark } from '../core/elements';
-import type { Flow } from '../core/flow';
-import { KeyedFlow } from '../core/flow';
-import { NoKeyedContextError } from '../core/errors';
-import type { AnyStateDescriptor, Json, Key, ListState, StateDescriptor } from '../core/types';
-import { OperatorStateStore, type OperatorStateOptions } from '../state/operatorStateStore';
-import { savedTimers, type TimeDomain } from '../time/timerService';
-import { keyedContext } from './coProcess';
-import type { ProcessWindowFunction } from '../windows/windowFunction';
-import { WindowedFlow } from '../windows/windowedFlow';
-import { windowOperator } from '../windows/windowOperator';
-import { checkParallelism, checkStates, keyedOperate } from './keyedOperate';
-import { operate } from './operate';
-import type { OutputTag } from './sideOutput';
+import { SideOutputElement, type Watermark } from '../core/elements.js';
+import type { Flow } from '../core/flow.js';
+import { KeyedFlow } from '../core/flow.js';
+import { NoKeyedContextError } from '../core/errors.js';
+import type { AnyStateDescriptor, Json, Key, ListState, StateDescriptor } from '../core/types.js';
+import { OperatorStateStore, type OperatorStateOptions } from '../state/operatorStateStore.js';
+import { savedTimers, type TimeDomain } from '../time/timerService.js';
+import { keyedContext } from './coProcess.js';
+import type { ProcessWindowFunction } from '../windows/windowFunction.js';
+import { WindowedFlow } from '../windows/windowedFlow.js';
+import { windowOperator } from '../windows/windowOperator.js';
+import { checkParallelism, checkStates, keyedOperate } from './keyedOperate.js';
+import { operate } from './operate.js';
+import type { OutputTag } from './sideOutput.js';
 
 /** Timers of a keyed process function, scoped to the current key (Flink's TimerService). */
 export interface Timers {

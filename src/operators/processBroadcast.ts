@@ -1,14 +1,14 @@
-import { JobDefinitionError } from '../core/errors';
-import type { Flow, KeyedFlow } from '../core/flow';
-import type { KeySelector } from '../core/graph';
-import type { Json, MapState, StateDescriptor } from '../core/types';
-import { BroadcastFlow } from './broadcast';
-import { keyedContext } from './coProcess';
-import type { ConnectedFlows } from './connect';
-import { savedTimers } from '../time/timerService';
-import { operateMulti, restoredState, restoredStates } from './operateMulti';
-import { checkStates } from './keyedOperate';
-import type { Output, ProcessContext, ProcessOptions, TimerContext } from './process';
+import { JobDefinitionError } from '../core/errors.js';
+import type { Flow, KeyedFlow } from '../core/flow.js';
+import type { KeySelector } from '../core/graph.js';
+import type { Json, MapState, StateDescriptor } from '../core/types.js';
+import { BroadcastFlow } from './broadcast.js';
+import { keyedContext } from './coProcess.js';
+import type { ConnectedFlows } from './connect.js';
+import { savedTimers } from '../time/timerService.js';
+import { operateMulti, restoredState, restoredStates } from './operateMulti.js';
+import { checkStates } from './keyedOperate.js';
+import type { Output, ProcessContext, ProcessOptions, TimerContext } from './process.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any key and value types
 type MapDescriptor = StateDescriptor<MapState<any, any>, Map<any, any>>;

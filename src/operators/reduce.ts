@@ -1,10 +1,10 @@
-import type { Flow, KeyedFlow } from '../core/flow';
-import type { Serializer } from '../core/types';
-import { reducingState, valueState } from '../state/descriptors';
-import type { ProcessWindowFunction } from '../windows/windowFunction';
-import { WindowedFlow } from '../windows/windowedFlow';
-import { rejectWindowOnly, rejectWindowQueryable, windowOperator } from '../windows/windowOperator';
-import { keyedOperate } from './keyedOperate';
+import type { Flow, KeyedFlow } from '../core/flow.js';
+import type { Serializer } from '../core/types.js';
+import { reducingState, valueState } from '../state/descriptors.js';
+import type { ProcessWindowFunction } from '../windows/windowFunction.js';
+import { WindowedFlow } from '../windows/windowedFlow.js';
+import { rejectWindowOnly, rejectWindowQueryable, windowOperator } from '../windows/windowOperator.js';
+import { keyedOperate } from './keyedOperate.js';
 
 export interface StatefulOperatorOptions<S> {
   /** Identifies the operator's state in checkpoints; keep it stable across versions of the job. */

@@ -1,6 +1,6 @@
-import type { Flow } from '../core/flow';
-import { LATE_DATA } from '../windows/windowOperator';
-import { operate } from './operate';
+import type { Flow } from '../core/flow.js';
+import { LATE_DATA } from '../windows/windowOperator.js';
+import { operate } from './operate.js';
 
 /** Names a side output of a process function: `out.side(tag, value)` writes to it, `sideOutput(tag)` reads it. */
 export interface OutputTag<T> {

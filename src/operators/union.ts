@@ -1,5 +1,5 @@
-import type { Flow } from '../core/flow';
-import { operateMulti } from './operateMulti';
+import type { Flow } from '../core/flow.js';
+import { operateMulti } from './operateMulti.js';
 
 /**
  * Merges flows of one type into one (Flink's `union`): records in arrival order, the watermark is the minimum of

@@ -1,6 +1,6 @@
-import { decodeKey, encodeKey } from '../state/keyCodec';
-import type { Key } from '../core/types';
-import { InvalidQueryError } from './queryErrors';
+import { decodeKey, encodeKey } from '../state/keyCodec.js';
+import type { Key } from '../core/types.js';
+import { InvalidQueryError } from './queryErrors.js';
 
 /**
  * The order in which queryable state lists keys, the same for every backend: booleans, then numbers and bigints by

@@ -1,4 +1,4 @@
-import { JobDefinitionError, WeirError } from '../core/errors';
+import { JobDefinitionError, WeirError } from '../core/errors.js';
 
 /**
  * No state of the job is registered under this queryable name (a state not listed in its operator's `states` becomes

@@ -1,7 +1,7 @@
 import superjson from 'superjson';
-import { CheckpointNotFoundError, type WeirError } from '../core/errors';
-import type { Key } from '../core/types';
-import { API_PREFIX, type ErrorBody, type ErrorCode } from './queryProtocol';
+import { CheckpointNotFoundError, type WeirError } from '../core/errors.js';
+import type { Key } from '../core/types.js';
+import { API_PREFIX, type ErrorBody, type ErrorCode } from './queryProtocol.js';
 import {
   InvalidQueryError,
   QueryRateLimitedError,
@@ -10,9 +10,9 @@ import {
   QueryUnauthorizedError,
   QueryableStateUnavailableError,
   UnknownQueryableStateError,
-} from './queryErrors';
-import type { QueryableStateInfo } from './queryableStateRegistry';
-import type { KeyPage, KeyPageOptions, QueryOptions } from './stateQueries';
+} from './queryErrors.js';
+import type { QueryableStateInfo } from './queryableStateRegistry.js';
+import type { KeyPage, KeyPageOptions, QueryOptions } from './stateQueries.js';
 
 export interface QueryableStateClientOptions {
   /** Sent as `Authorization: Bearer <token>`, for a server started with a token. */

@@ -1,6 +1,6 @@
-import { keyGroupOf } from '../core/keyGroups';
-import type { Key, KeyGroupRange, KeyedStateBackend, StateDescriptor, StateKind } from '../core/types';
-import { QueryableStateConflictError } from './queryErrors';
+import { keyGroupOf } from '../core/keyGroups.js';
+import type { Key, KeyGroupRange, KeyedStateBackend, StateDescriptor, StateKind } from '../core/types.js';
+import { QueryableStateConflictError } from './queryErrors.js';
 
 /** A state registered as queryable: the operator holding it and its descriptor. */
 export interface QueryableStateEntry {

@@ -1,15 +1,15 @@
-import { METADATA_FILE, checkpointDir } from '../checkpoint/layout';
-import { CheckpointNotFoundError, JobDefinitionError } from '../core/errors';
-import type { CheckpointStorage, Key, StateDescriptor } from '../core/types';
-import { yieldToEventLoop } from '../core/yieldToEventLoop';
-import { copyValue } from '../state/copyValue';
-import { decodeKey } from '../state/keyCodec';
-import { forEachPayloadEntry } from '../state/payloadEntries';
-import { checkRestoredMeta } from '../state/stateChecks';
-import { readSavepoint } from '../stateProcessor/readSavepoint';
-import { compareKeys, decodeCursor, encodeCursor, isKey } from './keyOrder';
-import { InvalidQueryError, QueryableStateUnavailableError, UnknownQueryableStateError } from './queryErrors';
-import type { LiveQueryableState, QueryableStateEntry, QueryableStateInfo, QueryableStateRegistry } from './queryableStateRegistry';
+import { METADATA_FILE, checkpointDir } from '../checkpoint/layout.js';
+import { CheckpointNotFoundError, JobDefinitionError } from '../core/errors.js';
+import type { CheckpointStorage, Key, StateDescriptor } from '../core/types.js';
+import { yieldToEventLoop } from '../core/yieldToEventLoop.js';
+import { copyValue } from '../state/copyValue.js';
+import { decodeKey } from '../state/keyCodec.js';
+import { forEachPayloadEntry } from '../state/payloadEntries.js';
+import { checkRestoredMeta } from '../state/stateChecks.js';
+import { readSavepoint } from '../stateProcessor/readSavepoint.js';
+import { compareKeys, decodeCursor, encodeCursor, isKey } from './keyOrder.js';
+import { InvalidQueryError, QueryableStateUnavailableError, UnknownQueryableStateError } from './queryErrors.js';
+import type { LiveQueryableState, QueryableStateEntry, QueryableStateInfo, QueryableStateRegistry } from './queryableStateRegistry.js';
 
 export interface QueryOptions {
   /** Read the state as of this completed, still retained checkpoint instead of the live state. */

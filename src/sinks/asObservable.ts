@@ -1,6 +1,6 @@
 import { Observable, Subject } from 'rxjs';
-import type { Flow } from '../core/flow';
-import { sinkTo } from './sinkTo';
+import type { Flow } from '../core/flow.js';
+import { sinkTo } from './sinkTo.js';
 
 /**
  * Leaves weir: returns a plain RxJS Observable of the flow's records, to use with any RxJS operator. Records are

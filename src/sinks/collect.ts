@@ -1,6 +1,6 @@
-import type { Flow } from '../core/flow';
-import type { Json, Sink } from '../core/types';
-import { sinkTo } from './sinkTo';
+import type { Flow } from '../core/flow.js';
+import type { Json, Sink } from '../core/types.js';
+import { sinkTo } from './sinkTo.js';
 
 /** An in-memory, exactly-once sink for tests and small jobs. */
 export interface Collector<T> {

@@ -1,5 +1,5 @@
-import type { Flow } from '../core/flow';
-import { sinkTo } from './sinkTo';
+import type { Flow } from '../core/flow.js';
+import { sinkTo } from './sinkTo.js';
 
 /**
  * Calls a function for every record as it arrives: at-least-once, since records after the last checkpoint are

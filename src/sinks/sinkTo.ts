@@ -1,5 +1,5 @@
-import type { Flow } from '../core/flow';
-import type { Sink } from '../core/types';
+import type { Flow } from '../core/flow.js';
+import type { Sink } from '../core/types.js';
 
 /**
  * Ends a flow in a sink. Give transactional sinks a uid: their pending transactions are saved under it.

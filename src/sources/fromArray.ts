@@ -1,5 +1,5 @@
-import type { Source } from '../core/types';
-import { positionOf } from './sourceInternals';
+import type { Source } from '../core/types.js';
+import { positionOf } from './sourceInternals.js';
 
 /**
  * A replayable source over an array: its offset is the index of the next record.

@@ -1,5 +1,5 @@
-import type { Source } from '../core/types';
-import { positionOf } from './sourceInternals';
+import type { Source } from '../core/types.js';
+import { positionOf } from './sourceInternals.js';
 
 /**
  * A source over an async iterable that can be iterated again from the start (each `[Symbol.asyncIterator]()` call

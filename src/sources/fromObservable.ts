@@ -1,5 +1,5 @@
 import type { Observable, Subscription } from 'rxjs';
-import type { Source } from '../core/types';
+import type { Source } from '../core/types.js';
 
 /**
  * A source over any RxJS Observable. An Observable cannot be rewound, so this source is not replayable: it is

@@ -1,5 +1,5 @@
-import { CheckpointCorruptedError } from '../core/errors';
-import type { Json } from '../core/types';
+import { CheckpointCorruptedError } from '../core/errors.js';
+import type { Json } from '../core/types.js';
 
 /** A restored offset that counts records: 0 on a fresh start, else a non-negative integer. */
 export function positionOf(restoredOffset: Json | undefined, uid: string, name: string): number {

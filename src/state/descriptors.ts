@@ -8,9 +8,9 @@ import type {
   StateDescriptor,
   StateTtlConfig,
   ValueState,
-} from '../core/types';
-import { autoSerializer, mapSerializer } from './serializers';
-import { checkTtl } from './ttl/ttlConfig';
+} from '../core/types.js';
+import { autoSerializer, mapSerializer } from './serializers.js';
+import { checkTtl } from './ttl/ttlConfig.js';
 
 export interface StateOptions<T> {
   /** How values are written in snapshots; `autoSerializer()` (JSON, superjson only for rich values) by default. */

@@ -1,5 +1,5 @@
-import { InvalidKeyError } from '../core/errors';
-import type { Key } from '../core/types';
+import { InvalidKeyError } from '../core/errors.js';
+import type { Key } from '../core/types.js';
 
 /** Keys in snapshots are JSON: strings, numbers and booleans as they are, bigints as `{ "$bigint": "…" }`. */
 export function encodeKey(key: Key): unknown {

@@ -1,4 +1,4 @@
-import type { StateDescriptor } from '../core/types';
+import type { StateDescriptor } from '../core/types.js';
 
 /**
  * Merges two values of one state when windows merge (`mergeNamespaces`), by the state's kind: lists concatenated,

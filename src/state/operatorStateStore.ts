@@ -1,6 +1,6 @@
-import { StateDescriptorConflictError, StateMigrationError } from '../core/errors';
-import type { Json, ListState, StateDescriptor, StateMeta } from '../core/types';
-import { checkRestoredMeta, checkSameRegistration, metaOf, rejectNull, restoredDecoder } from './stateChecks';
+import { StateDescriptorConflictError, StateMigrationError } from '../core/errors.js';
+import type { Json, ListState, StateDescriptor, StateMeta } from '../core/types.js';
+import { checkRestoredMeta, checkSameRegistration, metaOf, rejectNull, restoredDecoder } from './stateChecks.js';
 
 /**
  * How an operator list state is handed out when a job is restored, at any parallelism (Flink's redistribution

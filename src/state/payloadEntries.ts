@@ -1,6 +1,6 @@
-import { keyGroupOf } from '../core/keyGroups';
-import type { KeyGroupRange, KeyedStatePayload, SnapshotEntry } from '../core/types';
-import { decodeKey } from './keyCodec';
+import { keyGroupOf } from '../core/keyGroups.js';
+import type { KeyGroupRange, KeyedStatePayload, SnapshotEntry } from '../core/types.js';
+import { decodeKey } from './keyCodec.js';
 
 export interface PayloadEntryOptions {
   /** The key groups of the job (the snapshot's `maxParallelism`): how an unbucketed entry's key group is computed. */

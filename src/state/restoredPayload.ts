@@ -1,5 +1,5 @@
-import type { KeyGroupRange, KeyedStatePayload } from '../core/types';
-import { heapStateBackend } from './heap/heapStateBackend';
+import type { KeyGroupRange, KeyedStatePayload } from '../core/types.js';
+import { heapStateBackend } from './heap/heapStateBackend.js';
 
 /**
  * The keyed state a restore from `payloads` ends up with, as one full payload: each key's value of the last payload

@@ -1,7 +1,7 @@
 import superjson from 'superjson';
-import { StateSerializationError } from '../core/errors';
-import type { Serializer } from '../core/types';
-import { ASIDE, SetAsideValue, setAside } from './setAsideValues';
+import { StateSerializationError } from '../core/errors.js';
+import type { Serializer } from '../core/types.js';
+import { ASIDE, SetAsideValue, setAside } from './setAsideValues.js';
 
 /** superjson's form of a value; what superjson refuses (`__proto__`, `constructor`, `prototype` keys) is a typed error. */
 function serializeRich(value: unknown): ReturnType<typeof superjson.serialize> {

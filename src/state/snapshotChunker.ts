@@ -1,4 +1,4 @@
-import type { KeyedStatePayload, RemovedEntry, SnapshotEntry, StateMeta } from '../core/types';
+import type { KeyedStatePayload, RemovedEntry, SnapshotEntry, StateMeta } from '../core/types.js';
 
 /**
  * Cuts a stream of snapshot entries, arriving in ascending key-group order, into payloads for

@@ -1,5 +1,5 @@
-import { CheckpointCorruptedError, NoKeyedContextError, NullStateValueError, StateDescriptorConflictError, StateMigrationError, WeirError } from '../core/errors';
-import type { Key, Serializer, StateDescriptor, StateMeta } from '../core/types';
+import { CheckpointCorruptedError, NoKeyedContextError, NullStateValueError, StateDescriptorConflictError, StateMigrationError, WeirError } from '../core/errors.js';
+import type { Key, Serializer, StateDescriptor, StateMeta } from '../core/types.js';
 
 /**
  * The checks every keyed state backend makes the same way, so that heap and LMDB state fail alike: no current key,

@@ -1,5 +1,5 @@
-import { decodeFile } from '../checkpoint/fileFormat';
-import { checkMetadata, readStateFile } from '../checkpoint/loadCheckpoint';
+import { decodeFile } from '../checkpoint/fileFormat.js';
+import { checkMetadata, readStateFile } from '../checkpoint/loadCheckpoint.js';
 import {
   METADATA_FILE,
   isIncremental,
@@ -8,15 +8,15 @@ import {
   type OperatorRole,
   type OperatorStatePayload,
   type StateFileEntry,
-} from '../checkpoint/layout';
-import { CheckpointCorruptedError, CheckpointNotFoundError } from '../core/errors';
-import type { CheckpointStorage, Json, Key, KeyedStatePayload, StateDescriptor, StateKind, StateMeta } from '../core/types';
-import { decodeKey } from '../state/keyCodec';
-import { forEachPayloadEntry } from '../state/payloadEntries';
-import { restoredPayload } from '../state/restoredPayload';
-import { decodeRestored, restoredDecoder } from '../state/stateChecks';
-import { splitStamped } from '../state/ttl/ttlDescriptor';
-import { serializerById } from './serializerById';
+} from '../checkpoint/layout.js';
+import { CheckpointCorruptedError, CheckpointNotFoundError } from '../core/errors.js';
+import type { CheckpointStorage, Json, Key, KeyedStatePayload, StateDescriptor, StateKind, StateMeta } from '../core/types.js';
+import { decodeKey } from '../state/keyCodec.js';
+import { forEachPayloadEntry } from '../state/payloadEntries.js';
+import { restoredPayload } from '../state/restoredPayload.js';
+import { decodeRestored, restoredDecoder } from '../state/stateChecks.js';
+import { splitStamped } from '../state/ttl/ttlDescriptor.js';
+import { serializerById } from './serializerById.js';
 
 /** One operator of a savepoint, as its `_metadata` lists it. */
 export interface SavepointOperator {

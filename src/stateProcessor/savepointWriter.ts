@@ -1,15 +1,15 @@
-import { encodeFile } from '../checkpoint/fileFormat';
-import { METADATA_FILE, stateFileName, type CheckpointMetadata, type OperatorRole, type StateFileEntry } from '../checkpoint/layout';
-import { CheckpointNotFoundError, JobDefinitionError, StateMigrationError } from '../core/errors';
-import { DEFAULT_MAX_PARALLELISM, keyGroupOf, keyGroupRangeFor } from '../core/keyGroups';
-import type { CheckpointStorage, Json, Key, KeyedStatePayload, Serializer, SnapshotEntry, StateClock, StateDescriptor, StateMeta } from '../core/types';
-import { checkKey, decodeKey, encodeKey } from '../state/keyCodec';
-import { forEachPayloadEntry } from '../state/payloadEntries';
-import { metaOf } from '../state/stateChecks';
-import { resolveTtl, ttlNow } from '../state/ttl/ttlConfig';
-import { splitStamped, stamp, ttlSerializer } from '../state/ttl/ttlDescriptor';
-import { valueDecoder, type SavepointReader } from './readSavepoint';
-import { serializerById } from './serializerById';
+import { encodeFile } from '../checkpoint/fileFormat.js';
+import { METADATA_FILE, stateFileName, type CheckpointMetadata, type OperatorRole, type StateFileEntry } from '../checkpoint/layout.js';
+import { CheckpointNotFoundError, JobDefinitionError, StateMigrationError } from '../core/errors.js';
+import { DEFAULT_MAX_PARALLELISM, keyGroupOf, keyGroupRangeFor } from '../core/keyGroups.js';
+import type { CheckpointStorage, Json, Key, KeyedStatePayload, Serializer, SnapshotEntry, StateClock, StateDescriptor, StateMeta } from '../core/types.js';
+import { checkKey, decodeKey, encodeKey } from '../state/keyCodec.js';
+import { forEachPayloadEntry } from '../state/payloadEntries.js';
+import { metaOf } from '../state/stateChecks.js';
+import { resolveTtl, ttlNow } from '../state/ttl/ttlConfig.js';
+import { splitStamped, stamp, ttlSerializer } from '../state/ttl/ttlDescriptor.js';
+import { valueDecoder, type SavepointReader } from './readSavepoint.js';
+import { serializerById } from './serializerById.js';
 
 /**
  * One keyed state being written: its meta and its encoded payload entries `[state, key, value, namespace?]`, already

@@ -1,6 +1,6 @@
-import type { Serializer, StateMeta } from '../core/types';
-import { splitStamped } from '../state/ttl/ttlDescriptor';
-import { autoSerializer, jsonSerializer, mapSerializer, superjsonSerializer } from '../state/serializers';
+import type { Serializer, StateMeta } from '../core/types.js';
+import { splitStamped } from '../state/ttl/ttlDescriptor.js';
+import { autoSerializer, jsonSerializer, mapSerializer, superjsonSerializer } from '../state/serializers.js';
 
 /**
  * Decoding saved state by the serializer id a snapshot names, without the job's code: the one place the State

@@ -1,6 +1,6 @@
-import { CheckpointNotFoundError, JobDefinitionError } from '../core/errors';
-import type { CheckpointStorage } from '../core/types';
-import { directoryPrefix, normalizePath as normalize } from './storagePaths';
+import { CheckpointNotFoundError, JobDefinitionError } from '../core/errors.js';
+import type { CheckpointStorage } from '../core/types.js';
+import { directoryPrefix, normalizePath as normalize } from './storagePaths.js';
 
 /**
  * Checkpoint storage in a `Map` (Flink's JobManagerCheckpointStorage): for tests, the playground and jobs whose

@@ -1,4 +1,4 @@
-import type { CheckpointStorage } from '../core/types';
+import type { CheckpointStorage } from '../core/types.js';
 
 /**
  * A file's bytes and the values its storage keeps beside them (`readStructured`, see `setAsideValues`); storages

@@ -1,8 +1,8 @@
 import { Observable, Subject, Subscription, VirtualTimeScheduler, type SchedulerLike } from 'rxjs';
-import { BarrierAligner, type CheckpointMode } from '../checkpoint/barrierAligner';
-import type { CheckpointStats } from '../checkpoint/checkpointStats';
-import { CheckpointCoordinator, type CheckpointParticipants, type CoordinatorOptions } from '../checkpoint/coordinator';
-import { completedCheckpointIds } from '../checkpoint/loadCheckpoint';
+import { BarrierAligner, type CheckpointMode } from '../checkpoint/barrierAligner.js';
+import type { CheckpointStats } from '../checkpoint/checkpointStats.js';
+import { CheckpointCoordinator, type CheckpointParticipants, type CoordinatorOptions } from '../checkpoint/coordinator.js';
+import { completedCheckpointIds } from '../checkpoint/loadCheckpoint.js';
 import {
   CancelCheckpointMarker,
   CheckpointBarrier,
@@ -11,25 +11,25 @@ import {
   Watermark,
   type RecordTimestamp,
   type StreamElement,
-} from '../core/elements';
-import { JobDefinitionError, WeirError } from '../core/errors';
-import { Execution } from '../core/execution';
-import { Flow } from '../core/flow';
-import type { GraphNode } from '../core/graph';
-import { JobGraph } from '../core/jobGraph';
-import { DEFAULT_MAX_PARALLELISM, keyGroupOf } from '../core/keyGroups';
-import type { Key, StateBackend, StateDescriptor } from '../core/types';
-import type { OutputTag } from '../operators/sideOutput';
-import { sinkTo } from '../sinks/sinkTo';
-import { heapStateBackend } from '../state/heap/heapStateBackend';
-import { memoryCheckpointStorage } from '../storage/memoryCheckpointStorage';
-import { LATE_DATA } from '../windows/windowOperator';
-import type { Window } from '../windows/windowTypes';
-import { advanceClock, harnessClock } from './harnessClock';
-import { HarnessInputError, SnapshotMismatchError } from './harnessErrors';
-import { readSnapshot, writeAndLoadSnapshot, type HarnessSnapshot } from './harnessSnapshot';
-import { recordingStateBackend, type RecordedBackend } from './recordingStateBackend';
-import { barrier, StreamRecord, type OutputElement } from './streamRecord';
+} from '../core/elements.js';
+import { JobDefinitionError, WeirError } from '../core/errors.js';
+import { Execution } from '../core/execution.js';
+import { Flow } from '../core/flow.js';
+import type { GraphNode } from '../core/graph.js';
+import { JobGraph } from '../core/jobGraph.js';
+import { DEFAULT_MAX_PARALLELISM, keyGroupOf } from '../core/keyGroups.js';
+import type { Key, StateBackend, StateDescriptor } from '../core/types.js';
+import type { OutputTag } from '../operators/sideOutput.js';
+import { sinkTo } from '../sinks/sinkTo.js';
+import { heapStateBackend } from '../state/heap/heapStateBackend.js';
+import { memoryCheckpointStorage } from '../storage/memoryCheckpointStorage.js';
+import { LATE_DATA } from '../windows/windowOperator.js';
+import type { Window } from '../windows/windowTypes.js';
+import { advanceClock, harnessClock } from './harnessClock.js';
+import { HarnessInputError, SnapshotMismatchError } from './harnessErrors.js';
+import { readSnapshot, writeAndLoadSnapshot, type HarnessSnapshot } from './harnessSnapshot.js';
+import { recordingStateBackend, type RecordedBackend } from './recordingStateBackend.js';
+import { barrier, StreamRecord, type OutputElement } from './streamRecord.js';
 
 /**
  * A pipeline fragment: flows in, one flow out, built from weir operators exactly as in a job. One parameter per

@@ -1,4 +1,4 @@
-import { WeirError } from '../core/errors';
+import { WeirError } from '../core/errors.js';
 
 /**
  * A test drove the harness in a way no job could produce: a record with a non-finite timestamp, a watermark that

@@ -1,7 +1,7 @@
-import type { CheckpointStats } from '../checkpoint/checkpointStats';
-import { loadCheckpoint, type LoadedCheckpoint } from '../checkpoint/loadCheckpoint';
-import { checkpointDir } from '../checkpoint/layout';
-import type { CheckpointStorage } from '../core/types';
+import type { CheckpointStats } from '../checkpoint/checkpointStats.js';
+import { loadCheckpoint, type LoadedCheckpoint } from '../checkpoint/loadCheckpoint.js';
+import { checkpointDir } from '../checkpoint/layout.js';
+import type { CheckpointStorage } from '../core/types.js';
 
 /**
  * A completed checkpoint of a harness, as bytes: the very files the checkpoint coordinator wrote (`_metadata` and one

@@ -1,6 +1,6 @@
 import type { Observable } from 'rxjs';
 import type { RunHelpers, TestScheduler } from 'rxjs/testing';
-import { harness, type Fragment, type Harness, type HarnessOptions } from './harness';
+import { harness, type Fragment, type Harness, type HarnessOptions } from './harness.js';
 
 /** What a marble test's body gets: RxJS's run helpers, the harness, and weir's two expectations. */
 export interface MarbleHelpers<I, R> extends RunHelpers {

@@ -1,4 +1,4 @@
-import type { KeyGroupRange, KeyedStateBackend, StateBackend, StateDescriptor } from '../core/types';
+import type { KeyGroupRange, KeyedStateBackend, StateBackend, StateDescriptor } from '../core/types.js';
 
 /** One keyed backend the harness's operators created, with the states registered on it so far. */
 export interface RecordedBackend {

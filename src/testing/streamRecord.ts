@@ -1,4 +1,4 @@
-import { CancelCheckpointMarker, CheckpointBarrier, Watermark } from '../core/elements';
+import { CancelCheckpointMarker, CheckpointBarrier, Watermark } from '../core/elements.js';
 
 /**
  * A record with the event timestamp it carries (Flink's StreamRecord): what the harness's `output()` lists and what

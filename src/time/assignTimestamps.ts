@@ -1,7 +1,7 @@
-import { JobDefinitionError, MalformedRecordError } from '../core/errors';
-import { WATERMARK_ACTIVE, WATERMARK_IDLE, Watermark } from '../core/elements';
-import { Flow } from '../core/flow';
-import { operate } from '../operators/operate';
+import { JobDefinitionError, MalformedRecordError } from '../core/errors.js';
+import { WATERMARK_ACTIVE, WATERMARK_IDLE, Watermark } from '../core/elements.js';
+import { Flow } from '../core/flow.js';
+import { operate } from '../operators/operate.js';
 
 export interface WatermarkOptions {
   /** How far behind the largest timestamp seen records may still arrive (Flink's bounded out-of-orderness). */

@@ -1,4 +1,4 @@
-import type { Key } from '../core/types';
+import type { Key } from '../core/types.js';
 
 /**
  * Pending timers of one time domain: at most one per (time, namespace, key), as Flink deduplicates timers. Timers

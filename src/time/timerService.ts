@@ -1,8 +1,8 @@
 import type { Subscription } from 'rxjs';
-import { keyGroupOf } from '../core/keyGroups';
-import type { Json, Key, KeyGroupRange, KeyedStateBackend, Scheduler } from '../core/types';
-import { decodeKey, encodeKey } from '../state/keyCodec';
-import { TimerQueue } from './timerQueue';
+import { keyGroupOf } from '../core/keyGroups.js';
+import type { Json, Key, KeyGroupRange, KeyedStateBackend, Scheduler } from '../core/types.js';
+import { decodeKey, encodeKey } from '../state/keyCodec.js';
+import { TimerQueue } from './timerQueue.js';
 
 export type TimeDomain = 'event-time' | 'processing-time';
 

@@ -1,7 +1,7 @@
-import { JobDefinitionError } from '../core/errors';
-import { GLOBAL_WINDOW, timeWindow, windowStart } from './timeWindow';
-import { count, eventTimeTrigger, neverTrigger, processingTimeTrigger, purging } from './triggers';
-import type { Window, WindowAssigner, WindowTime } from './windowTypes';
+import { JobDefinitionError } from '../core/errors.js';
+import { GLOBAL_WINDOW, timeWindow, windowStart } from './timeWindow.js';
+import { count, eventTimeTrigger, neverTrigger, processingTimeTrigger, purging } from './triggers.js';
+import type { Window, WindowAssigner, WindowTime } from './windowTypes.js';
 
 export interface TimeWindowOptions {
   /** Shifts window boundaries, e.g. to align days to a time zone (`|offset| < size`). */

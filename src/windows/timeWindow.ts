@@ -1,4 +1,4 @@
-import type { Window } from './windowTypes';
+import type { Window } from './windowTypes.js';
 
 /** The window `[start, end)`. */
 export function timeWindow(start: number, end: number): Window {

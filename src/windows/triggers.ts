@@ -1,5 +1,5 @@
-import { JobDefinitionError } from '../core/errors';
-import type { Trigger, TriggerResult } from './windowTypes';
+import { JobDefinitionError } from '../core/errors.js';
+import type { Trigger, TriggerResult } from './windowTypes.js';
 
 /**
  * Fires when the watermark passes the window's end (Flink's EventTimeTrigger); a late element within the allowed

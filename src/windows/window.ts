@@ -1,8 +1,8 @@
-import { JobDefinitionError } from '../core/errors';
-import type { KeyedFlow } from '../core/flow';
-import { requireKeyed } from '../operators/operate';
-import { WindowedFlow } from './windowedFlow';
-import type { Trigger, WindowAssigner } from './windowTypes';
+import { JobDefinitionError } from '../core/errors.js';
+import type { KeyedFlow } from '../core/flow.js';
+import { requireKeyed } from '../operators/operate.js';
+import { WindowedFlow } from './windowedFlow.js';
+import type { Trigger, WindowAssigner } from './windowTypes.js';
 
 export interface WindowOptions {
   /** Replaces the assigner's default trigger (event-time or processing-time end of window; never for global). */

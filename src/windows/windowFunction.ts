@@ -1,6 +1,6 @@
-import type { Key, StateDescriptor } from '../core/types';
-import type { Output } from '../operators/process';
-import type { Window } from './windowTypes';
+import type { Key, StateDescriptor } from '../core/types.js';
+import type { Output } from '../operators/process.js';
+import type { Window } from './windowTypes.js';
 
 /** What a process window function sees besides the elements. */
 export interface WindowContext {

@@ -1,16 +1,16 @@
-import type { ListState, Key, KeyedStateBackend, ValueState } from '../core/types';
-import { JobDefinitionError } from '../core/errors';
-import { Flow } from '../core/flow';
-import { SideOutputElement, type Watermark } from '../core/elements';
-import { keyedOperate } from '../operators/keyedOperate';
-import type { Output } from '../operators/process';
-import { listState, valueState } from '../state/descriptors';
-import { jsonSerializer } from '../state/serializers';
-import { TimerService, savedTimers, type TimeDomain } from '../time/timerService';
-import { timeWindow, windowOfId } from './timeWindow';
-import type { ProcessWindowFunction, WindowContents, WindowContext } from './windowFunction';
-import type { WindowedFlow } from './windowedFlow';
-import type { TriggerContext, TriggerResult, TriggerState, Window } from './windowTypes';
+import type { ListState, Key, KeyedStateBackend, ValueState } from '../core/types.js';
+import { JobDefinitionError } from '../core/errors.js';
+import { Flow } from '../core/flow.js';
+import { SideOutputElement, type Watermark } from '../core/elements.js';
+import { keyedOperate } from '../operators/keyedOperate.js';
+import type { Output } from '../operators/process.js';
+import { listState, valueState } from '../state/descriptors.js';
+import { jsonSerializer } from '../state/serializers.js';
+import { TimerService, savedTimers, type TimeDomain } from '../time/timerService.js';
+import { timeWindow, windowOfId } from './timeWindow.js';
+import type { ProcessWindowFunction, WindowContents, WindowContext } from './windowFunction.js';
+import type { WindowedFlow } from './windowedFlow.js';
+import type { TriggerContext, TriggerResult, TriggerState, Window } from './windowTypes.js';
 
 /** The side output tag late records go to; read it with `lateData()`. */
 export const LATE_DATA = 'late-data';

@@ -1,4 +1,4 @@
-import type { Key } from '../core/types';
+import type { Key } from '../core/types.js';
 
 /**
  * A window: `[start, end)` for time windows; the global window spans all time. `maxTimestamp` (`end - 1`) is the

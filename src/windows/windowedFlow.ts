@@ -1,7 +1,7 @@
-import { KeyedFlow } from '../core/flow';
-import type { GraphNode, KeySelector } from '../core/graph';
-import type { JobGraph } from '../core/jobGraph';
-import type { Trigger, WindowAssigner } from './windowTypes';
+import { KeyedFlow } from '../core/flow.js';
+import type { GraphNode, KeySelector } from '../core/graph.js';
+import type { JobGraph } from '../core/jobGraph.js';
+import type { Trigger, WindowAssigner } from './windowTypes.js';
 
 /** How a keyed flow is windowed: set by `window()`, applied by the window function (`reduce`, `aggregate`, `process`) after it. */
 export interface WindowSpec {

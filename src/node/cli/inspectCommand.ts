@@ -1,9 +1,9 @@
 import { readdir, stat } from 'node:fs/promises';
 import { basename, dirname, resolve } from 'node:path';
-import { checkpointIdOf, METADATA_FILE } from '../../checkpoint/layout';
-import { checkpointHistory, checkpointRefOf, inspectStorage, type CheckpointSummary, type JobSummary } from '../../inspector/readCheckpoint';
-import { fsCheckpointStorage } from '../fsCheckpointStorage';
-import { errorCode } from '../fsInternals';
+import { checkpointIdOf, METADATA_FILE } from '../../checkpoint/layout.js';
+import { checkpointHistory, checkpointRefOf, inspectStorage, type CheckpointSummary, type JobSummary } from '../../inspector/readCheckpoint.js';
+import { fsCheckpointStorage } from '../fsCheckpointStorage.js';
+import { errorCode } from '../fsInternals.js';
 
 export interface InspectOptions {
   json: boolean;

@@ -1,9 +1,9 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { fsCheckpointStorage } from '../fsCheckpointStorage';
-import { resolveTarget } from './inspectCommand';
-import { serveInspector, type InspectorServer } from './serveInspector';
+import { fsCheckpointStorage } from '../fsCheckpointStorage.js';
+import { resolveTarget } from './inspectCommand.js';
+import { serveInspector, type InspectorServer } from './serveInspector.js';
 
 export interface ServeOptions {
   out: NodeJS.WritableStream;

@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
-import { inspectCommand } from './inspectCommand';
-import { inspectServeCommand } from './inspectServeCommand';
+import { inspectCommand } from './inspectCommand.js';
+import { inspectServeCommand } from './inspectServeCommand.js';
 
 const USAGE = `usage: weir inspect <checkpoint-dir | savepoint-dir | job-dir | checkpoints-root> [--json] [--serve]
 

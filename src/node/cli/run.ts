@@ -1,5 +1,5 @@
 // Entry point of the `weir` bin: runs the command line on this process's arguments and exits with its code.
-import { main } from './main';
+import { main } from './main.js';
 
 main(process.argv.slice(2)).then(
   (code) => {

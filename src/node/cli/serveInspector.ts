@@ -2,8 +2,8 @@ import { createServer, type Server, type ServerResponse } from 'node:http';
 import { readFile, stat } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { extname, join, resolve, sep } from 'node:path';
-import { CheckpointNotFoundError } from '../../core/errors';
-import type { CheckpointStorage } from '../../core/types';
+import { CheckpointNotFoundError } from '../../core/errors.js';
+import type { CheckpointStorage } from '../../core/types.js';
 
 /** What `weir inspect --serve` serves: the built inspector page and a read-only view of one checkpoint storage. */
 export interface InspectorServerOptions {

@@ -1,4 +1,4 @@
-import type { Key } from '../../core/types';
+import type { Key } from '../../core/types.js';
 
 /**
  * The user keys of one state written since the last snapshot, by namespace: what an incremental checkpoint rewrites

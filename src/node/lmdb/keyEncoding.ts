@@ -1,5 +1,5 @@
-import { InvalidKeyError } from '../../core/errors';
-import type { Key } from '../../core/types';
+import { InvalidKeyError } from '../../core/errors.js';
+import type { Key } from '../../core/types.js';
 
 /**
  * LMDB keys of the LMDB state backend, order-preserving and self-delimiting so that related rows are contiguous:

@@ -1,9 +1,9 @@
-import type { Key, KeyedSnapshot, KeyedStatePayload, SnapshotEntry, StateMeta } from '../../core/types';
-import { encodeKey } from '../../state/keyCodec';
-import { SnapshotChunker, wholePayload } from '../../state/snapshotChunker';
-import { KeyWriter, PREFIX_BYTES, keyGroupOfRow, readKeyPart, readNamespace, stateIdOfRow } from './keyEncoding';
-import type { MapRows } from './mapRows';
-import type { StateDatabase } from './rowStore';
+import type { Key, KeyedSnapshot, KeyedStatePayload, SnapshotEntry, StateMeta } from '../../core/types.js';
+import { encodeKey } from '../../state/keyCodec.js';
+import { SnapshotChunker, wholePayload } from '../../state/snapshotChunker.js';
+import { KeyWriter, PREFIX_BYTES, keyGroupOfRow, readKeyPart, readNamespace, stateIdOfRow } from './keyEncoding.js';
+import type { MapRows } from './mapRows.js';
+import type { StateDatabase } from './rowStore.js';
 
 /** What a snapshot must know of one state, fixed when it is taken. */
 export interface SnapshotState {

@@ -2,8 +2,8 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { open } from 'lmdb';
-import { keyGroupOf } from '../../core/keyGroups';
-import { forEachPayloadEntry } from '../../state/payloadEntries';
+import { keyGroupOf } from '../../core/keyGroups.js';
+import { forEachPayloadEntry } from '../../state/payloadEntries.js';
 import type {
   Key,
   KeyGroupRange,
@@ -13,10 +13,10 @@ import type {
   StateBackend,
   StateDescriptor,
   StateMeta,
-} from '../../core/types';
-import { copyValue } from '../../state/copyValue';
-import { decodeKey } from '../../state/keyCodec';
-import { mergeStateValues } from '../../state/mergeStateValues';
+} from '../../core/types.js';
+import { copyValue } from '../../state/copyValue.js';
+import { decodeKey } from '../../state/keyCodec.js';
+import { mergeStateValues } from '../../state/mergeStateValues.js';
 import {
   checkKeyType,
   checkRestoredMeta,
@@ -27,14 +27,14 @@ import {
   requireKey,
   restoredDecoder,
   undeclaredState,
-} from '../../state/stateChecks';
-import { KeyWriter, PREFIX_BYTES, readKeyPart, readNamespace } from './keyEncoding';
-import { lmdbSnapshot, type SnapshotState } from './lmdbSnapshot';
-import { LmdbAggregatingState, LmdbListState, LmdbMapState, LmdbReducingState, LmdbValueState } from './lmdbStates';
-import { MapRows } from './mapRows';
-import type { RowStore, StateDatabase } from './rowStore';
-import { ValueRows } from './valueRows';
-import { withStateTtl } from '../../state/ttl/withStateTtl';
+} from '../../state/stateChecks.js';
+import { KeyWriter, PREFIX_BYTES, readKeyPart, readNamespace } from './keyEncoding.js';
+import { lmdbSnapshot, type SnapshotState } from './lmdbSnapshot.js';
+import { LmdbAggregatingState, LmdbListState, LmdbMapState, LmdbReducingState, LmdbValueState } from './lmdbStates.js';
+import { MapRows } from './mapRows.js';
+import type { RowStore, StateDatabase } from './rowStore.js';
+import { ValueRows } from './valueRows.js';
+import { withStateTtl } from '../../state/ttl/withStateTtl.js';
 
 export interface LmdbStateBackendOptions {
   /** Directory under which each keyed operator instance gets its own working directory; `os.tmpdir()` by default. */

@@ -1,9 +1,9 @@
-import type { AggregatingState, ListState, MapState, ReducingState, StateDescriptor, ValueState } from '../../core/types';
-import { copyValue } from '../../state/copyValue';
-import { rejectNull } from '../../state/stateChecks';
-import type { MapRows } from './mapRows';
-import type { RowStore } from './rowStore';
-import type { ValueRows } from './valueRows';
+import type { AggregatingState, ListState, MapState, ReducingState, StateDescriptor, ValueState } from '../../core/types.js';
+import { copyValue } from '../../state/copyValue.js';
+import { rejectNull } from '../../state/stateChecks.js';
+import type { MapRows } from './mapRows.js';
+import type { RowStore } from './rowStore.js';
+import type { ValueRows } from './valueRows.js';
 
 /*
  * The state kinds over LMDB rows. They mirror the heap states' semantics but not their code: heap states work on

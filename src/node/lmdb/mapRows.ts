@@ -1,6 +1,6 @@
-import type { Key, Serializer } from '../../core/types';
-import { ChangedKeys } from './changedKeys';
-import type { RowStore } from './rowStore';
+import type { Key, Serializer } from '../../core/types.js';
+import { ChangedKeys } from './changedKeys.js';
+import type { RowStore } from './rowStore.js';
 
 /**
  * One map state's rows: one LMDB row per map entry, keyed `[key group][state id][user key][namespace][map key]`, so a

@@ -1,6 +1,6 @@
 import type { Database } from 'lmdb';
-import type { Key } from '../../core/types';
-import type { KeyWriter } from './keyEncoding';
+import type { Key } from '../../core/types.js';
+import type { KeyWriter } from './keyEncoding.js';
 
 /** The working database of one LMDB keyed backend: binary keys (see `keyEncoding`), msgpack-encoded values. */
 export type StateDatabase = Database<unknown, Buffer>;

@@ -1,6 +1,6 @@
-import type { Key, Serializer } from '../../core/types';
-import { ChangedKeys } from './changedKeys';
-import type { RowStore } from './rowStore';
+import type { Key, Serializer } from '../../core/types.js';
+import { ChangedKeys } from './changedKeys.js';
+import type { RowStore } from './rowStore.js';
 
 /** Marks, in the write buffer, a key whose row is to be deleted. */
 const REMOVED = Symbol('removed');

@@ -1,4 +1,4 @@
-import { keyGroupOf } from '../../core/keyGroups';
+import { keyGroupOf } from '../../core/keyGroups.js';
 import type {
   Key,
   KeyGroupRange,
@@ -10,12 +10,12 @@ import type {
   SnapshotEntry,
   StateMeta,
   RemovedEntry,
-} from '../../core/types';
-import { copyValue } from '../copyValue';
-import { decodeKey, encodeKey } from '../keyCodec';
-import { mergeStateValues } from '../mergeStateValues';
-import { forEachPayloadEntry } from '../payloadEntries';
-import { SnapshotChunker, wholePayload } from '../snapshotChunker';
+} from '../../core/types.js';
+import { copyValue } from '../copyValue.js';
+import { decodeKey, encodeKey } from '../keyCodec.js';
+import { mergeStateValues } from '../mergeStateValues.js';
+import { forEachPayloadEntry } from '../payloadEntries.js';
+import { SnapshotChunker, wholePayload } from '../snapshotChunker.js';
 import {
   checkKeyType,
   checkRestoredMeta,
@@ -25,7 +25,7 @@ import {
   requireKey,
   restoredDecoder,
   undeclaredState,
-} from '../stateChecks';
+} from '../stateChecks.js';
 import {
   HeapAggregatingState,
   HeapListState,
@@ -33,10 +33,10 @@ import {
   HeapReducingState,
   HeapValueState,
   type KeyScope,
-} from './heapStates';
-import { StateFamily } from './stateFamily';
-import { withStateTtl } from '../ttl/withStateTtl';
-import type { StateTable, Overlay } from './stateTable';
+} from './heapStates.js';
+import { StateFamily } from './stateFamily.js';
+import { withStateTtl } from '../ttl/withStateTtl.js';
+import type { StateTable, Overlay } from './stateTable.js';
 
 /**
  * Working state in JavaScript `Map`s (Flink's HashMapStateBackend): the fastest backend, bounded by the heap.

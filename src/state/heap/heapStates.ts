@@ -1,8 +1,8 @@
-import type { AggregatingState, Key, ListState, MapState, ReducingState, ValueState } from '../../core/types';
-import { copyValue } from '../copyValue';
-import { rejectNull } from '../stateChecks';
-import type { StateFamily } from './stateFamily';
-import type { StateTable } from './stateTable';
+import type { AggregatingState, Key, ListState, MapState, ReducingState, ValueState } from '../../core/types.js';
+import { copyValue } from '../copyValue.js';
+import { rejectNull } from '../stateChecks.js';
+import type { StateFamily } from './stateFamily.js';
+import type { StateTable } from './stateTable.js';
 
 /** What a heap state object needs from its backend: the key and namespace of the record being processed. */
 export interface KeyScope {

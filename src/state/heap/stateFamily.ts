@@ -1,6 +1,6 @@
-import type { Key, StateDescriptor } from '../../core/types';
-import { copyValue } from '../copyValue';
-import { StateTable } from './stateTable';
+import type { Key, StateDescriptor } from '../../core/types.js';
+import { copyValue } from '../copyValue.js';
+import { StateTable } from './stateTable.js';
 
 /**
  * One state's tables, one per namespace: the void namespace `''` (state not scoped to a window) always, and one per

@@ -1,4 +1,4 @@
-import type { Key, StateDescriptor } from '../../core/types';
+import type { Key, StateDescriptor } from '../../core/types.js';
 
 /** Marks, in a snapshot's overlay, a key that held no value when the snapshot was taken. */
 export const ABSENT = Symbol('absent');

@@ -1,4 +1,4 @@
-import type { StateClock, StateTtlConfig } from '../../core/types';
+import type { StateClock, StateTtlConfig } from '../../core/types.js';
 
 /** A TTL configuration with its defaults filled in. */
 export interface ResolvedTtl {

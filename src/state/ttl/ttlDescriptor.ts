@@ -1,5 +1,5 @@
-import type { AggregateFunction, Serializer, StateDescriptor, StateKind } from '../../core/types';
-import { isExpired, type ResolvedTtl } from './ttlConfig';
+import type { AggregateFunction, Serializer, StateDescriptor, StateKind } from '../../core/types.js';
+import { isExpired, type ResolvedTtl } from './ttlConfig.js';
 
 /**
  * How a state with a TTL is stored in the backend under it: every value with the time of its last access (Flink's

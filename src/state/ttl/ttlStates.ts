@@ -1,8 +1,8 @@
-import type { AggregatingState, AggregateFunction, ListState, MapState, ReducingState, ValueState } from '../../core/types';
-import { copyValue } from '../copyValue';
-import { rejectNull } from '../stateChecks';
-import { isExpired, type ResolvedTtl } from './ttlConfig';
-import { RESTAMP, type Stamped } from './ttlDescriptor';
+import type { AggregatingState, AggregateFunction, ListState, MapState, ReducingState, ValueState } from '../../core/types.js';
+import { copyValue } from '../copyValue.js';
+import { rejectNull } from '../stateChecks.js';
+import { isExpired, type ResolvedTtl } from './ttlConfig.js';
+import { RESTAMP, type Stamped } from './ttlDescriptor.js';
 
 /** What a TTL state needs from the layer that made it. */
 export interface TtlScope {

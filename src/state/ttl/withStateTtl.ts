@@ -1,4 +1,4 @@
-import { StateDescriptorConflictError } from '../../core/errors';
+import { StateDescriptorConflictError } from '../../core/errors.js';
 import type {
   AggregateFunction,
   Key,
@@ -10,12 +10,12 @@ import type {
   StateBackend,
   StateClock,
   StateDescriptor,
-} from '../../core/types';
-import { checkSameRegistration } from '../stateChecks';
-import { unbucketedCount } from '../payloadEntries';
-import { isExpired, resolveTtl, sameTtl, ttlNow, type ResolvedTtl } from './ttlConfig';
-import { storedDescriptor, type EncodedStamped, type Stamped } from './ttlDescriptor';
-import { TtlAggregatingState, TtlListState, TtlMapState, TtlReducingState, TtlValueState, type TtlScope } from './ttlStates';
+} from '../../core/types.js';
+import { checkSameRegistration } from '../stateChecks.js';
+import { unbucketedCount } from '../payloadEntries.js';
+import { isExpired, resolveTtl, sameTtl, ttlNow, type ResolvedTtl } from './ttlConfig.js';
+import { storedDescriptor, type EncodedStamped, type Stamped } from './ttlDescriptor.js';
+import { TtlAggregatingState, TtlListState, TtlMapState, TtlReducingState, TtlValueState, type TtlScope } from './ttlStates.js';
 
 /**
  * Gives a state backend state TTL (`ttl` on state descriptors). TTL is a layer over the backend, not a feature of
