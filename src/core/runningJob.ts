@@ -17,6 +17,15 @@ export interface SavepointOptions {
   storage?: CheckpointStorage;
 }
 
+/** The checkpoint or savepoint a run started from (`running.restoredFrom`). */
+export interface RestoredFrom {
+  /** The checkpoint's (or savepoint's) id. */
+  readonly id: number;
+  /** Its directory, as `start({ restore })` takes it: `<job>/chk-<id>` in the storage, or its absolute path. */
+  readonly path: string;
+  readonly kind: 'checkpoint' | 'savepoint';
+}
+
 /** How a job ended. */
 export interface JobResult {
   readonly status: 'finished' | 'stopped' | 'cancelled';
@@ -24,7 +33,7 @@ export interface JobResult {
   readonly restarts: number;
   /** Checkpoints completed by this run, oldest first. */
   readonly checkpoints: readonly CheckpointStats[];
-  /** The checkpoint the job started from, if it was restored. */
+  /** The path of the checkpoint the job started from, if it was restored (`running.restoredFrom` has its id too). */
   readonly restoredFrom: string | undefined;
 }
 
@@ -56,7 +65,7 @@ export class RunningJob implements QueryableStateReader {
   private execution: Execution | undefined;
   private status = 'finished' as JobResult['status'];
   private restartCount = 0;
-  private restoredFrom: string | undefined;
+  private startedFrom: RestoredFrom | undefined;
   private ended = false;
   private cancelRestartDelay: (() => void) | undefined;
   private stopSavepoint: SavepointTarget | undefined;
@@ -108,6 +117,18 @@ export class RunningJob implements QueryableStateReader {
     return this.queries.queryableStates();
   }
 
+  /**
+   * The checkpoint or savepoint this run started from, `undefined` for a fresh start. Known once the start has read
+   * it, before the first record is processed: after `await running.checkpoint()`, or when `done` settles.
+   * @example
+   * const running = job.start({ restore: 'latest' });
+   * await running.done;
+   * console.log(running.restoredFrom ? `restored from checkpoint ${running.restoredFrom.id}` : 'started fresh');
+   */
+  get restoredFrom(): RestoredFrom | undefined {
+    return this.startedFrom;
+  }
+
   /** Restarts so far. */
   get restarts(): number {
     return this.restartCount;
@@ -128,7 +149,8 @@ export class RunningJob implements QueryableStateReader {
   }
 
   /**
-   * Takes a checkpoint now; resolves with its stats once it is complete and the sinks committed.
+   * Takes a checkpoint now; resolves with its stats once it is complete and the sinks committed. Once the input has
+   * ended (a job restored at the end of its input ends at once), it resolves with the final checkpoint (`final: true`).
    * @example const { id, durationMs, bytes, path } = await running.checkpoint();
    */
   checkpoint(): Promise<CheckpointStats> {
@@ -197,7 +219,7 @@ export class RunningJob implements QueryableStateReader {
   }
 
   private result(): JobResult {
-    return { status: this.status, restarts: this.restartCount, checkpoints: this.checkpoints, restoredFrom: this.restoredFrom };
+    return { status: this.status, restarts: this.restartCount, checkpoints: this.checkpoints, restoredFrom: this.startedFrom?.path };
   }
 
   private async run(): Promise<JobResult> {
@@ -208,7 +230,7 @@ export class RunningJob implements QueryableStateReader {
       // Before anything is read: a second run on the same directory would delete the first one's checkpoints.
       lock = await setup.lock?.();
       const startedFrom = await setup.restoreAtStart();
-      this.restoredFrom = startedFrom?.path;
+      if (startedFrom) this.startedFrom = { id: startedFrom.metadata.id, path: startedFrom.path, kind: startedFrom.metadata.kind };
       let restored = startedFrom;
       for (;;) {
         const execution = new Execution({ ...setup.execution, restored, restoringAtStart: restored === startedFrom && this.restartCount === 0 });
