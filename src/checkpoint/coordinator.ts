@@ -160,6 +160,8 @@ export class CheckpointCoordinator {
   /** `chk-<id>/<file>` shared files each retained checkpoint references, by checkpoint id. */
   private readonly references = new Map<number, string[]>();
   private finalTriggered = false;
+  /** The attempt's final checkpoint (not a stop-with-savepoint), once triggered: it answers later requests. */
+  private finalCheckpoint: Promise<CheckpointStats> | undefined;
   private lastEndedAt = Number.NEGATIVE_INFINITY;
 
   constructor(private readonly options: CoordinatorOptions) {}
@@ -203,6 +205,7 @@ export class CheckpointCoordinator {
     this.participants = participants;
     this.resetChain();
     this.finalTriggered = false;
+    this.finalCheckpoint = undefined;
   }
 
   /** The id the next checkpoint gets, which only ever grows. */
@@ -252,6 +255,9 @@ export class CheckpointCoordinator {
     while (this.pending.size >= this.options.maxConcurrent) {
       await Promise.race(Array.from(this.pending.values(), (p) => p.result.catch(() => undefined)));
     }
+    // Once the input has ended, the final checkpoint holds everything up to the end: a checkpoint asked for after
+    // it (a job restored at the end of its input ends at once) is that one, complete or still in flight.
+    if (this.finalCheckpoint && !final && !savepoint) return this.finalCheckpoint;
     const participants = this.participants;
     if (!participants) throw new CheckpointAbortedError(`job '${this.options.job}' is not running; no checkpoint was taken`);
     if (this.finalTriggered) throw new CheckpointAbortedError(`job '${this.options.job}' is finishing: its final checkpoint was taken`);
@@ -292,6 +298,7 @@ export class CheckpointCoordinator {
       const error = new CheckpointAbortedError(`checkpoint ${id} of job '${job}' did not complete within ${timeout} ms and was aborted; raise checkpoints.timeout or make state smaller`);
       this.failed(pending, error, 'aborted');
     }, timeout);
+    if (final && !savepoint) this.finalCheckpoint = result;
     participants.injectBarrier(pending.barrier);
     return result;
   }
