@@ -17,7 +17,7 @@ export interface SavepointOptions {
   storage?: CheckpointStorage;
 }
 
-/** The checkpoint or savepoint a run started from (`running.restoredFrom`). */
+/** The checkpoint or savepoint a run, or its latest restart, restored (`running.restoredFrom`). */
 export interface RestoredFrom {
   /** The checkpoint's (or savepoint's) id. */
   readonly id: number;
@@ -65,7 +65,9 @@ export class RunningJob implements QueryableStateReader {
   private execution: Execution | undefined;
   private status = 'finished' as JobResult['status'];
   private restartCount = 0;
+  /** What the start restored, and what the latest attempt restored. */
   private startedFrom: RestoredFrom | undefined;
+  private attemptFrom: RestoredFrom | undefined;
   private ended = false;
   private cancelRestartDelay: (() => void) | undefined;
   private stopSavepoint: SavepointTarget | undefined;
@@ -118,15 +120,17 @@ export class RunningJob implements QueryableStateReader {
   }
 
   /**
-   * The checkpoint or savepoint this run started from, `undefined` for a fresh start. Known once the start has read
-   * it, before the first record is processed: after `await running.checkpoint()`, or when `done` settles.
+   * The checkpoint or savepoint the running attempt restored: the one the start restored (`undefined` for a fresh
+   * start), and after a restart the checkpoint that restart restored (`undefined` when it started over). Known once
+   * the attempt has read it, before its first record: after `await running.checkpoint()`, in a function the
+   * attempt calls, or when `done` settles. `JobResult.restoredFrom` is the path the start restored.
    * @example
    * const running = job.start({ restore: 'latest' });
    * await running.done;
    * console.log(running.restoredFrom ? `restored from checkpoint ${running.restoredFrom.id}` : 'started fresh');
    */
   get restoredFrom(): RestoredFrom | undefined {
-    return this.startedFrom;
+    return this.attemptFrom;
   }
 
   /** Restarts so far. */
@@ -230,7 +234,7 @@ export class RunningJob implements QueryableStateReader {
       // Before anything is read: a second run on the same directory would delete the first one's checkpoints.
       lock = await setup.lock?.();
       const startedFrom = await setup.restoreAtStart();
-      if (startedFrom) this.startedFrom = { id: startedFrom.metadata.id, path: startedFrom.path, kind: startedFrom.metadata.kind };
+      this.startedFrom = this.attemptFrom = describeRestore(startedFrom);
       let restored = startedFrom;
       for (;;) {
         const execution = new Execution({ ...setup.execution, restored, restoringAtStart: restored === startedFrom && this.restartCount === 0 });
@@ -254,6 +258,7 @@ export class RunningJob implements QueryableStateReader {
           if (this.cancelled()) return this.result();
           await setup.coordinator?.settled();
           restored = await setup.restoreAfterFailure(startedFrom);
+          this.attemptFrom = describeRestore(restored);
         }
       }
     } finally {
@@ -288,4 +293,8 @@ export class RunningJob implements QueryableStateReader {
       };
     });
   }
+}
+
+function describeRestore(restored: LoadedCheckpoint | undefined): RestoredFrom | undefined {
+  return restored && { id: restored.metadata.id, path: restored.path, kind: restored.metadata.kind };
 }

@@ -2,9 +2,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { fromArray, memoryCheckpointStorage } from 'weir';
+import { fromArray, memoryCheckpointStorage, type RunningJob } from 'weir';
 import { fsCheckpointStorage } from 'weir/node';
-import { readings, sumsJob } from './fixtures';
+import { expectedSums, failingAt, pausableSource, readings, skippingScheduler, sumsJob } from './fixtures';
 
 let dir: string;
 beforeEach(async () => {
@@ -38,6 +38,37 @@ describe('running.restoredFrom', () => {
     await second.checkpoint();
     expect(second.restoredFrom).toEqual({ id: savepoint.id, path: savepoint.path, kind: 'savepoint' });
     await second.done;
+  });
+});
+
+describe('running.restoredFrom after a restart', () => {
+  it('names the checkpoint the restart restored, seen by the restarted attempt; the result keeps what the start restored', async () => {
+    const storage = fsCheckpointStorage(dir);
+    let running: RunningJob | undefined;
+    const seen: unknown[] = [];
+    let failures = 0;
+    const failing = failingAt(70, () => (seen.push(running?.restoredFrom), failures++ === 0), new Error('flaky'));
+    const paused = pausableSource(readings, [50]);
+    const { job, out } = sumsJob(
+      { scheduler: skippingScheduler(), checkpoints: { storage }, restart: { strategy: 'fixed-delay', attempts: 1, delay: 1 } },
+      paused.source,
+      undefined,
+      failing.between,
+    );
+    running = job.start();
+    await paused.reached(50);
+    const chk = await running.checkpoint();
+    expect(running.restoredFrom).toBeUndefined();
+    paused.release(50);
+
+    const result = await running.done;
+    expect(result.restarts).toBe(1);
+    expect(out.values).toEqual(expectedSums);
+    const restored = { id: chk.id, path: 'sums/chk-1', kind: 'checkpoint' };
+    // The first attempt fails at reading 70 (started fresh), the restarted one passes it (restored from chk-1).
+    expect(seen).toEqual([undefined, restored]);
+    expect(running.restoredFrom).toEqual(restored);
+    expect(result.restoredFrom).toBeUndefined();
   });
 });
 
