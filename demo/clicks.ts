@@ -6,7 +6,7 @@
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { createJob, fold, keyBy, map, type CheckpointStats } from 'weir';
+import { createJob, fold, keyBy, map, type CheckpointStats, type RunningJob } from 'weir';
 import { fromFile, fsCheckpointStorage, toFile } from 'weir/node';
 
 interface Click {
@@ -98,6 +98,7 @@ async function main(): Promise<void> {
   // failure would (a lost connection, a timeout); after the restart the same click goes through.
   let crashed = false;
   let resumed = false;
+  let running: RunningJob | undefined;
   const enrich = (click: Click): Click => {
     if (!crashed && click.id === CRASH_AT) {
       crashed = true;
@@ -107,7 +108,11 @@ async function main(): Promise<void> {
     if (crashed && !resumed) {
       resumed = true;
       const replayed = CRASH_AT - click.id;
-      console.log(`↻ Restored: the source resumes at click #${click.id.toLocaleString('en')}, so ${replayed.toLocaleString('en')} clicks are processed a second time`);
+      const from = running?.restoredFrom;
+      console.log(
+        `↻ Restored ${from ? `checkpoint ${from.id} (${resolve(DIR, 'checkpoints', from.path)})` : 'nothing: no checkpoint had completed, so the job started over'}: ` +
+          `the source resumes at click #${click.id.toLocaleString('en')}, so ${replayed.toLocaleString('en')} clicks are processed a second time`,
+      );
     }
     return { ...click, page: lookUpPage(click.page) };
   };
@@ -124,7 +129,9 @@ async function main(): Promise<void> {
     );
 
   const started = performance.now();
-  const running = job.start({ restore: 'latest' });
+  // The directory was emptied above, so this starts fresh; run the job again on the same directory and it would
+  // restore the final checkpoint (running.restoredFrom says which).
+  running = job.start({ restore: 'latest' });
   const result = await running.done;
   const elapsed = performance.now() - started;
 
@@ -158,17 +165,25 @@ async function main(): Promise<void> {
     })),
   );
 
-  console.log('\nCheckpoints (fs storage, every 200 ms, retain: 3):\n');
-  printTable(
-    result.checkpoints.map((checkpoint: CheckpointStats) => ({
-      id: checkpoint.id,
-      'duration ms': Math.round(checkpoint.durationMs),
-      bytes: checkpoint.bytes,
-      size: kb(checkpoint.bytes),
-      kind: checkpoint.final ? 'final' : 'periodic',
-      'on disk': existsSync(checkpoint.path) ? checkpoint.path : 'deleted (older than the 3 retained)',
-    })),
-  );
+  console.log('\nCheckpoints (fs storage, every 200 ms, retain: 3, full):\n');
+  const checkpoints = result.checkpoints;
+  // Full checkpoints persist the whole state, so the bytes written are its size; with incremental checkpoints a
+  // delta writes less than the state it restores, and the table shows both. Checkpoints that did not complete
+  // (when the history lists them) get a status column.
+  const columns: { name: string; value: (c: CheckpointStats) => string | number; shown?: boolean }[] = [
+    { name: 'id', value: (c) => c.id },
+    { name: 'status', value: (c) => c.status, shown: checkpoints.some((c) => c.status !== 'completed') },
+    { name: 'kind', value: (c) => (c.final ? 'final' : 'periodic') },
+    { name: 'duration ms', value: (c) => Math.round(c.durationMs) },
+    { name: 'written', value: (c) => kb(c.bytes) },
+    { name: 'state size', value: (c) => kb(c.fullSize), shown: checkpoints.some((c) => c.fullSize !== c.bytes) },
+    {
+      name: 'on disk',
+      value: (c) => (existsSync(c.path) ? c.path : c.status === 'completed' ? 'deleted (older than the 3 retained)' : (c.reason ?? 'removed')),
+    },
+  ];
+  const shown = columns.filter((column) => column.shown ?? true);
+  printTable(checkpoints.map((c) => Object.fromEntries(shown.map((column) => [column.name, column.value(c)]))));
   console.log(`\nCheckpoint directory: ${resolve(DIR, 'checkpoints', job.name)}`);
   console.log(`Output:               ${resolve(DIR, 'per-user.jsonl')}`);
 }
