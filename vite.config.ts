@@ -74,6 +74,9 @@ export default defineConfig({
       // Every package the library imports stays a dependency of the user's install, never bundled in.
       external: [...packages.map((name) => new RegExp(`^${name}(/|$)`)), ...builtinModules, /^node:/],
     },
+    // A library ships readable code: the user's bundler minifies their app (weir included), and a stack trace or a
+    // breakpoint in node_modules/weir/dist should show weir's names.
+    minify: false,
     sourcemap: true,
   },
   test: {

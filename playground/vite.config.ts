@@ -2,24 +2,27 @@ import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vite';
 import { weirAliases } from '../weirAliases';
 
+const page = (name: string) => fileURLToPath(new URL(`./${name}.html`, import.meta.url));
+
 // The playground and the visual inspector: two pages of one app, importing weir from the sources as users import
-// the package. `npm run playground` serves it; `npm run build:playground` writes static files to playground/dist,
-// which `weir inspect --serve` serves.
-export default defineConfig({
-  root: fileURLToPath(new URL('.', import.meta.url)),
-  base: './',
-  resolve: { alias: weirAliases },
-  build: {
-    outDir: 'dist',
-    emptyOutDir: true,
-    chunkSizeWarningLimit: 1500,
-    // Unminified: error class names (JobDefinitionError, …) stay readable in messages; it is a local dev tool.
-    minify: false,
-    rollupOptions: {
-      input: {
-        playground: fileURLToPath(new URL('./index.html', import.meta.url)),
-        inspector: fileURLToPath(new URL('./inspector.html', import.meta.url)),
+// the package. `npm run playground` serves it; `npm run build:playground` writes both pages to playground/dist.
+// `--mode inspector` (part of `npm run build`) writes the inspector page alone to dist/inspector, inside the
+// package, where `weir inspect --serve` finds it in an installed weir.
+export default defineConfig(({ mode }) => {
+  const inspectorOnly = mode === 'inspector';
+  return {
+    root: fileURLToPath(new URL('.', import.meta.url)),
+    base: './',
+    resolve: { alias: weirAliases },
+    build: {
+      outDir: inspectorOnly ? fileURLToPath(new URL('../dist/inspector', import.meta.url)) : 'dist',
+      emptyOutDir: true,
+      chunkSizeWarningLimit: 1500,
+      // Unminified: the pages are a local dev tool, and their code reads as it was written in the browser's devtools.
+      minify: false,
+      rollupOptions: {
+        input: inspectorOnly ? [page('inspector')] : [page('index'), page('inspector')],
       },
     },
-  },
+  };
 });

@@ -1,76 +1,120 @@
 /**
  * Every error weir throws on purpose is a `WeirError` subclass, exported so callers can branch on it. Messages say
  * what happened, to what (job, uid, state, file) and what to do about it.
+ *
+ * Each class spells its `name` out rather than reading `new.target.name`: a minifier (weir's build, or the user's
+ * bundler) renames classes, and `CheckpointCorruptedError: …` would print as `l: …`.
  */
 export class WeirError extends Error {
+  override name = 'WeirError';
+
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
-    this.name = new.target.name;
   }
 }
 
 /** Keyed state was used where no key is current: outside a keyed operator, or outside record processing. */
-export class NoKeyedContextError extends WeirError {}
+export class NoKeyedContextError extends WeirError {
+  override name = 'NoKeyedContextError';
+}
 
 /** A state name was registered twice in one operator with a different kind or serializer. */
-export class StateDescriptorConflictError extends WeirError {}
+export class StateDescriptorConflictError extends WeirError {
+  override name = 'StateDescriptorConflictError';
+}
 
 /** Restored state does not fit the descriptor that reads it (another kind or serializer). */
-export class StateMigrationError extends WeirError {}
+export class StateMigrationError extends WeirError {
+  override name = 'StateMigrationError';
+}
 
 /** `null` or `undefined` added to a list, reducing, aggregating or map state. */
-export class NullStateValueError extends WeirError {}
+export class NullStateValueError extends WeirError {
+  override name = 'NullStateValueError';
+}
 
 /** A key selector returned something that is not a string, number, boolean or bigint. */
-export class InvalidKeyError extends WeirError {}
+export class InvalidKeyError extends WeirError {
+  override name = 'InvalidKeyError';
+}
 
 /** A job definition is not valid (duplicate uid, bad option, operator applied to the wrong flow). */
-export class JobDefinitionError extends WeirError {}
+export class JobDefinitionError extends WeirError {
+  override name = 'JobDefinitionError';
+}
 
 /** A source that cannot resume at an offset was asked to restore from a checkpoint. */
-export class NonReplayableSourceError extends WeirError {}
+export class NonReplayableSourceError extends WeirError {
+  override name = 'NonReplayableSourceError';
+}
 
 /** A checkpoint or file that was asked for does not exist. */
-export class CheckpointNotFoundError extends WeirError {}
+export class CheckpointNotFoundError extends WeirError {
+  override name = 'CheckpointNotFoundError';
+}
 
 /** A persisted file failed its format, version or checksum check. */
-export class CheckpointCorruptedError extends WeirError {}
+export class CheckpointCorruptedError extends WeirError {
+  override name = 'CheckpointCorruptedError';
+}
 
 /** A checkpoint belongs to another job. */
-export class ForeignCheckpointError extends WeirError {}
+export class ForeignCheckpointError extends WeirError {
+  override name = 'ForeignCheckpointError';
+}
 
 /** A snapshot is larger than the checkpoint storage accepts (Flink's memory state backend limit). */
-export class StateSizeExceededError extends WeirError {}
+export class StateSizeExceededError extends WeirError {
+  override name = 'StateSizeExceededError';
+}
 
 /** Saved state names operators the job does not have, and the restore did not allow dropping it. */
-export class NonRestoredStateError extends WeirError {}
+export class NonRestoredStateError extends WeirError {
+  override name = 'NonRestoredStateError';
+}
 
 /** A checkpoint was aborted before it completed (the job failed, stopped or was cancelled). */
-export class CheckpointAbortedError extends WeirError {}
+export class CheckpointAbortedError extends WeirError {
+  override name = 'CheckpointAbortedError';
+}
 
 /** A record could not be parsed by a source (malformed line, bad JSON). */
-export class MalformedRecordError extends WeirError {}
+export class MalformedRecordError extends WeirError {
+  override name = 'MalformedRecordError';
+}
 
 /** The input a source reads does not exist (a missing file). */
-export class SourceNotFoundError extends WeirError {}
+export class SourceNotFoundError extends WeirError {
+  override name = 'SourceNotFoundError';
+}
 
 /** A file a source reads or a sink writes changed since the checkpoint being restored (truncated, replaced or deleted). */
-export class FileChangedError extends WeirError {}
+export class FileChangedError extends WeirError {
+  override name = 'FileChangedError';
+}
 
 /**
  * A checkpoint storage ran out of space (the browser's IndexedDB quota, say). The write that hit the limit left
  * nothing behind, and the checkpoints completed before it are intact and restorable.
  */
-export class StorageQuotaExceededError extends WeirError {}
+export class StorageQuotaExceededError extends WeirError {
+  override name = 'StorageQuotaExceededError';
+}
 
 /** More checkpoints failed in a row than `checkpoints.tolerableFailures` allows. */
-export class CheckpointFailuresExceededError extends WeirError {}
+export class CheckpointFailuresExceededError extends WeirError {
+  override name = 'CheckpointFailuresExceededError';
+}
 
 /**
  * Another running job holds the lock of this job's checkpoint directory (same storage, same job name): two writers
  * would delete each other's checkpoints. A lock whose process died, or whose heartbeat stopped, is taken over.
  */
-export class CheckpointDirectoryLockedError extends WeirError {}
+export class CheckpointDirectoryLockedError extends WeirError {
+  override name = 'CheckpointDirectoryLockedError';
+}
 
 /** A state value cannot be turned into its snapshot form by its serializer (superjson refuses `__proto__` keys, say). */
-export class StateSerializationError extends WeirError {}
+export class StateSerializationError extends WeirError {
+  override name = 'StateSerializationError';
+}

@@ -14,9 +14,9 @@ export interface ServeOptions {
 
 /**
  * `weir inspect <path> --serve`: serves the visual inspector on 127.0.0.1 (a free port) over the checkpoints and
- * savepoints under the path, prints its URL and runs until interrupted. The page is the built playground app
- * (`playground/dist`, or the directory in `WEIR_INSPECTOR_UI`); in a checkout where it is not built yet, it is built
- * first with vite.
+ * savepoints under the path, prints its URL and runs until interrupted. The page is the one the package ships
+ * (`dist/inspector`, written by `npm run build`), or the directory in `WEIR_INSPECTOR_UI`; in a checkout where it is
+ * not built yet, it is built first with vite.
  */
 export async function inspectServeCommand(path: string, options: ServeOptions): Promise<number> {
   const target = await resolveTarget(resolve(path));
@@ -46,7 +46,10 @@ function interrupted(): Promise<void> {
   });
 }
 
-/** The directory of the built inspector page, building it in a checkout when needed. */
+/**
+ * The directory of the built inspector page. An installed weir ships it in `dist/inspector`, so the command starts
+ * without vite; only a checkout that was never built builds it, once, the way `npm run build` does.
+ */
 async function inspectorUi(err: NodeJS.WritableStream): Promise<string | undefined> {
   const fromEnv = process.env.WEIR_INSPECTOR_UI;
   if (fromEnv) {
@@ -55,17 +58,17 @@ async function inspectorUi(err: NodeJS.WritableStream): Promise<string | undefin
     return undefined;
   }
   const root = packageRoot();
-  const built = join(root, 'playground', 'dist');
+  const built = join(root, 'dist', 'inspector');
   if (existsSync(join(built, 'inspector.html'))) return built;
   const config = join(root, 'playground', 'vite.config.ts');
   if (!existsSync(config)) {
-    err.write(`weir inspect --serve: the inspector page is not built (no ${built}); run \`npm run build:playground\` in a checkout of weir\n`);
+    err.write(`weir inspect --serve: this weir package lacks its inspector page (no ${built}); reinstall weir, or pass a built page's directory in WEIR_INSPECTOR_UI\n`);
     return undefined;
   }
-  err.write('weir inspect --serve: building the inspector page once (npm run build:playground)…\n');
+  err.write('weir inspect --serve: building the inspector page once (vite build playground --mode inspector)…\n');
   try {
     const vite = await import('vite');
-    await vite.build({ configFile: config, logLevel: 'warn' });
+    await vite.build({ configFile: config, mode: 'inspector', logLevel: 'warn' });
   } catch (error) {
     err.write(`weir inspect --serve: building the inspector page failed: ${(error as Error).message}\n`);
     return undefined;

@@ -8,7 +8,7 @@ import type { CheckpointStorage } from '../../core/types.js';
 /** What `weir inspect --serve` serves: the built inspector page and a read-only view of one checkpoint storage. */
 export interface InspectorServerOptions {
   storage: CheckpointStorage;
-  /** The built playground app (`playground/dist`), holding `inspector.html`. */
+  /** The built inspector page: a directory holding `inspector.html` and its assets (`dist/inspector` in the package). */
   uiDir: string;
   /** Limit the inspector to these jobs (paths in the storage); all jobs by default. */
   jobs?: string[];
