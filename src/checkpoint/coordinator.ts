@@ -98,6 +98,8 @@ interface PendingCheckpoint {
   readonly startedAt: number;
   readonly participants: CheckpointParticipants;
   readonly waiting: Set<string>;
+  /** Tasks that captured their state (their barrier arrived) but have not acknowledged yet: still persisting. */
+  readonly persisting: Set<string>;
   readonly operators: Map<string, { role: OperatorRole; files: StateFileEntry[] }>;
   readonly stats: OperatorCheckpointStats[];
   readonly result: Promise<CheckpointStats>;
@@ -138,6 +140,8 @@ export class CheckpointCoordinator {
   private readonly pending = new Map<number, PendingCheckpoint>();
   private participants: CheckpointParticipants | undefined;
   private readonly completed: CheckpointStats[] = [];
+  /** Every checkpoint of this run as it ended (completed, failed or aborted), in that order. */
+  private readonly ended: CheckpointStats[] = [];
   private readonly reports = new Subject<CheckpointStats>();
   /**
    * Ids of the complete checkpoints in storage, oldest first, earlier runs' included: as Flink recovers its completed
@@ -167,6 +171,11 @@ export class CheckpointCoordinator {
   /** Every checkpoint completed by this run of the job, oldest first (deleted ones included). */
   get history(): readonly CheckpointStats[] {
     return this.completed;
+  }
+
+  /** Every checkpoint of this run as it ended, oldest first: completed, failed or aborted (with its reason). */
+  get outcomes(): readonly CheckpointStats[] {
+    return this.ended;
   }
 
   /** Every checkpoint as it ends: completed, failed or aborted. */
@@ -276,6 +285,7 @@ export class CheckpointCoordinator {
       startedAt: now,
       participants,
       waiting: new Set(participants.tasks.keys()),
+      persisting: new Set(),
       operators: new Map(),
       stats: [],
       result,
@@ -289,8 +299,7 @@ export class CheckpointCoordinator {
     this.pending.set(id, pending);
     pending.timeout = scheduler.schedule(() => {
       if (pending.committing || pending.aborted) return;
-      const error = new CheckpointAbortedError(`checkpoint ${id} of job '${job}' did not complete within ${timeout} ms and was aborted; raise checkpoints.timeout or make state smaller`);
-      this.failed(pending, error, 'aborted');
+      this.failed(pending, new CheckpointAbortedError(this.timeoutMessage(pending)), 'aborted');
     }, timeout);
     participants.injectBarrier(pending.barrier);
     return result;
@@ -311,6 +320,7 @@ export class CheckpointCoordinator {
     }
     const { storage } = pending;
     const { uid, subtask, range } = task;
+    pending.persisting.add(taskId(uid, subtask));
     const startedAt = performance.now();
     const files: StateFileEntry[] = [];
     let total = 0;
@@ -413,7 +423,55 @@ export class CheckpointCoordinator {
     return writing ? writing : true;
   }
 
+  /**
+   * Why checkpoint `pending` timed out, naming the tasks that did not acknowledge: those whose barrier never arrived
+   * (blocked upstream, or aligning at an operator with several inputs) and those still persisting their state. Only
+   * the latter are helped by a longer timeout or smaller state.
+   */
+  private timeoutMessage(pending: PendingCheckpoint): string {
+    const { job, timeout } = this.options;
+    const name = (task: string) => {
+      const { uid, subtask } = pending.participants.tasks.get(task)!;
+      return `'${uid}' subtask ${subtask}`;
+    };
+    const waiting = [...pending.waiting];
+    const persisting = waiting.filter((task) => pending.persisting.has(task)).map(name);
+    const unreached = waiting.filter((task) => !pending.persisting.has(task)).map(name);
+    const head = `checkpoint ${pending.id} of job '${job}' did not complete within ${timeout} ms and was aborted`;
+    const parts: string[] = [];
+    if (unreached.length > 0) {
+      parts.push(
+        `its barrier never reached ${unreached.join(', ')}: the flow before them is stuck (a source waiting for input, a slow function, or an ` +
+          'operator with several inputs waiting for the barrier on another input); find what holds them up',
+      );
+    }
+    if (persisting.length > 0) parts.push(`still persisting their state: ${persisting.join(', ')}; raise checkpoints.timeout, make state smaller or use faster storage`);
+    // (With every task acknowledged, `_metadata` is being written, which a timeout does not cut short.)
+    return parts.length === 0 ? head : `${head}: ${parts.join('; ')}`;
+  }
+
+  /**
+   * Task `task` declined checkpoint `id`: a newer checkpoint's barrier (`by`) overtook its alignment at an operator with
+   * several inputs (Flink's CHECKPOINT_DECLINED_SUBSUMED). Without that task's acknowledgement it can never complete,
+   * so it is aborted now instead of holding its `maxConcurrent` slot until the timeout. As in Flink's
+   * CheckpointFailureManager, a subsumed checkpoint does not count against `tolerableFailures`.
+   */
+  decline(id: number, task: { uid: string; subtask: number }, by: number): void {
+    const pending = this.pending.get(id);
+    if (!pending || pending.aborted || pending.committing) return;
+    const { job } = this.options;
+    this.abort(
+      pending,
+      new CheckpointAbortedError(
+        `checkpoint ${id} of job '${job}' was subsumed by checkpoint ${by} at '${task.uid}' subtask ${task.subtask}: the newer barrier arrived ` +
+          `while it was still aligning; checkpoint ${by} goes on (if this happens to most checkpoints, lower maxConcurrent or raise the interval)`,
+      ),
+      'aborted',
+    );
+  }
+
   private acknowledge(pending: PendingCheckpoint, task: string, files: StateFileEntry[]): void {
+    pending.persisting.delete(task);
     if (pending.aborted || !pending.waiting.delete(task)) return;
     const { uid, role } = pending.participants.tasks.get(task)!;
     const operator = pending.operators.get(uid) ?? { role, files: [] };
@@ -457,6 +515,14 @@ export class CheckpointCoordinator {
     const stats = this.report(pending, 'completed', undefined, stateBytes + bytes.length, stateBytes + sharedBytes + bytes.length);
     this.completed.push(stats);
     if (!savepoint) {
+      // Flink drops the pending checkpoints a completed one subsumes: restores would never pick them over this one.
+      for (const older of this.pending.values()) {
+        if (older.id < pending.id && older.barrier.kind === 'checkpoint' && !older.committing) {
+          const reason = `checkpoint ${older.id} of job '${job}' was subsumed by checkpoint ${pending.id}, which completed first`;
+          // Taken before this one, its snapshots are older than the chain's new head: the chain stays.
+          this.abort(older, new CheckpointAbortedError(reason), 'aborted', false);
+        }
+      }
       this.retained.push(pending.id);
       this.references.set(pending.id, sharedFilesOf(metadata));
       // The head of a chain is the checkpoint whose snapshot was taken last: the backends' changes run from there.
@@ -490,7 +556,7 @@ export class CheckpointCoordinator {
   private report(
     pending: PendingCheckpoint,
     status: CheckpointStats['status'],
-    reason: string | undefined,
+    error: Error | undefined,
     bytes: number,
     fullSize = bytes,
   ): CheckpointStats {
@@ -499,7 +565,7 @@ export class CheckpointCoordinator {
     const stats: CheckpointStats = {
       id: pending.id,
       status,
-      ...(reason === undefined ? {} : { reason }),
+      ...(error === undefined ? {} : { reason: error.message, error: error.name }),
       path: storage.describe ? storage.describe(pending.dir) : pending.dir,
       timestamp: pending.startedAt,
       durationMs: scheduler.now() - pending.startedAt,
@@ -509,6 +575,7 @@ export class CheckpointCoordinator {
       kind: pending.barrier.kind,
       operators: pending.stats,
     };
+    this.ended.push(stats);
     this.reports.next(stats);
     return stats;
   }
@@ -553,10 +620,10 @@ export class CheckpointCoordinator {
     }
   }
 
-  private abort(pending: PendingCheckpoint, reason: unknown, status: 'failed' | 'aborted'): void {
+  private abort(pending: PendingCheckpoint, reason: unknown, status: 'failed' | 'aborted', resetChain = true): void {
     pending.aborted = true;
     // Its snapshots consumed the backends' changes since the chain's last checkpoint: the next one must be full.
-    this.resetChain();
+    if (resetChain) this.resetChain();
     pending.timeout?.unsubscribe();
     this.pending.delete(pending.id);
     const error =
@@ -568,7 +635,7 @@ export class CheckpointCoordinator {
               cause: reason,
             });
     pending.reject(error);
-    this.report(pending, status, (error as Error).message, 0);
+    this.report(pending, status, error as Error, 0);
     // Operators still aligning for it release what they hold.
     pending.participants.injectCancel(pending.id);
     // A checkpoint without _metadata never counts; removing its files keeps the directory tidy. One whose metadata

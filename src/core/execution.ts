@@ -219,6 +219,7 @@ export class Execution {
       keyGroupRange: range,
       restoredOperatorState: saved?.operators[0],
       keyedBackend: () => (backend ??= this.openKeyedBackend(node, index, range)),
+      decline: (id, by) => coordinator?.decline(id, { uid: node.uid, subtask: index }, by),
       snapshot: (barrier, capture, forward, alignment) => {
         const started = performance.now();
         const { keyed, operator } = capture();

@@ -24,6 +24,8 @@ export interface JobResult {
   readonly restarts: number;
   /** Checkpoints completed by this run, oldest first. */
   readonly checkpoints: readonly CheckpointStats[];
+  /** Every checkpoint of this run as it ended, completed, failed or aborted (see `RunningJob.checkpointHistory`). */
+  readonly checkpointHistory: readonly CheckpointStats[];
   /** The checkpoint the job started from, if it was restored. */
   readonly restoredFrom: string | undefined;
 }
@@ -113,9 +115,19 @@ export class RunningJob implements QueryableStateReader {
     return this.restartCount;
   }
 
-  /** Checkpoints completed by this run, oldest first. */
+  /** Checkpoints (and savepoints) completed by this run, oldest first: each one can be restored from its `path`. */
   get checkpoints(): readonly CheckpointStats[] {
     return this.setup.coordinator?.history ?? [];
+  }
+
+  /**
+   * Every checkpoint and savepoint of this run in the order they ended: completed, and also failed or aborted ones
+   * (timed out, subsumed by a newer one, cancelled), with `status`, `reason` (the message) and `error` (the error's
+   * class name). `checkpoints$` emits the same entries live.
+   * @example running.checkpointHistory.filter((c) => c.status !== 'completed').map((c) => `${c.id}: ${c.reason}`)
+   */
+  get checkpointHistory(): readonly CheckpointStats[] {
+    return this.setup.coordinator?.outcomes ?? [];
   }
 
   /**
@@ -197,7 +209,13 @@ export class RunningJob implements QueryableStateReader {
   }
 
   private result(): JobResult {
-    return { status: this.status, restarts: this.restartCount, checkpoints: this.checkpoints, restoredFrom: this.restoredFrom };
+    return {
+      status: this.status,
+      restarts: this.restartCount,
+      checkpoints: this.checkpoints,
+      checkpointHistory: this.checkpointHistory,
+      restoredFrom: this.restoredFrom,
+    };
   }
 
   private async run(): Promise<JobResult> {

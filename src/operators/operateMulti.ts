@@ -104,7 +104,10 @@ export function operateMulti<R>(inputs: Flow<unknown>[], spec: MultiInputSpec<R>
                 alignment,
               );
             },
-            cancelled: (id) => subscriber.next(new CancelCheckpointMarker(id)),
+            cancelled(id, reason, by) {
+              if (reason === 'subsumed' && by !== undefined) task.decline(id, by);
+              subscriber.next(new CancelCheckpointMarker(id));
+            },
             watermark(timestamp) {
               task.watermark.current = timestamp;
               handler.onWatermark?.(timestamp);
