@@ -2,12 +2,15 @@ import { EMPTY, type Observable } from 'rxjs';
 import type { CheckpointCoordinator, SavepointTarget } from '../checkpoint/coordinator.js';
 import type { CheckpointStats } from '../checkpoint/checkpointStats.js';
 import type { LoadedCheckpoint } from '../checkpoint/loadCheckpoint.js';
+import { checkOptions } from './checkOptions.js';
 import { JobDefinitionError, WeirError } from './errors.js';
 import { Execution, type ExecutionOptions } from './execution.js';
 import { StateQueries, type KeyPage, type KeyPageOptions, type QueryableStateReader, type QueryOptions } from '../query/stateQueries.js';
 import type { QueryableStateInfo } from '../query/queryableStateRegistry.js';
 import type { RestartStrategy } from './restartStrategy.js';
 import type { CheckpointLock, CheckpointStorage, Key, Scheduler } from './types.js';
+
+const SAVEPOINT_OPTIONS = ['path', 'storage'];
 
 /** Where a savepoint goes. */
 export interface SavepointOptions {
@@ -158,6 +161,11 @@ export class RunningJob implements QueryableStateReader {
    */
   savepoint(options: SavepointOptions = {}): Promise<CheckpointStats> {
     const { coordinator, job } = this.setup;
+    try {
+      checkOptions(`job '${job}': savepoint`, options, SAVEPOINT_OPTIONS);
+    } catch (error) {
+      return Promise.reject(error);
+    }
     const target = this.savepointTarget(options);
     if (!coordinator || !target) {
       return Promise.reject(new JobDefinitionError(`job '${job}' has checkpointing off; pass checkpoints: { storage } to createJob to take savepoints`));
@@ -171,6 +179,12 @@ export class RunningJob implements QueryableStateReader {
    * their state is in the savepoint.
    */
   stop(options: { savepoint?: SavepointOptions } = {}): Promise<JobResult> {
+    try {
+      checkOptions(`job '${this.setup.job}': stop`, options, ['savepoint']);
+      checkOptions(`job '${this.setup.job}': stop savepoint`, options.savepoint, SAVEPOINT_OPTIONS);
+    } catch (error) {
+      return Promise.reject(error);
+    }
     if (!this.ended) {
       this.status = 'stopped';
       this.stopSavepoint = options.savepoint ? this.savepointTarget(options.savepoint) : undefined;
