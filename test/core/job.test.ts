@@ -181,8 +181,9 @@ describe('sinks', () => {
     );
     const seen: number[] = [];
     const ended = new Promise<unknown>((resolve) => values$.subscribe({ next: (n) => seen.push(n), error: resolve, complete: () => resolve('completed') }));
-    await expect(job.start().done).rejects.toBe(boom);
-    expect(await ended).toBe(boom);
+    const error = await job.start().done.catch((e: unknown) => e);
+    expect(error).toMatchObject({ name: 'UserFunctionError', uid: 'map-1', cause: boom });
+    expect(await ended).toBe(error);
     expect(seen).toEqual([1]);
   });
 });
