@@ -6,6 +6,7 @@ import { yieldToEventLoop } from '../core/yieldToEventLoop.js';
 import type { CheckpointStats, OperatorCheckpointStats } from './checkpointStats.js';
 import { settingAside } from '../state/setAsideValues.js';
 import { encodeFile } from './fileFormat.js';
+import { FAILURE_HISTORY_LENGTH, failedCheckpointOf, readFailureHistory, writeFailureHistory, type FailedCheckpoint } from './failureHistory.js';
 import { readSharedFiles, removeCheckpointDirs, sharedFilesOf } from './sharedFiles.js';
 import {
   METADATA_FILE,
@@ -66,6 +67,8 @@ export interface CoordinatorOptions {
    * earlier files for the rest; every `fullEvery`-th checkpoint of a chain is full again.
    */
   incremental?: { fullEvery: number };
+  /** Where warnings go (a failure history file that cannot be read or written). */
+  warn?: (message: string) => void;
 }
 
 /** Entries per keyed state file: big state is written as several files of about this many entries. */
@@ -165,6 +168,11 @@ export class CheckpointCoordinator {
   private readonly references = new Map<number, string[]>();
   private finalTriggered = false;
   private lastEndedAt = Number.NEGATIVE_INFINITY;
+  /** The job's recorded failures (`failureHistory.ts`), read from its file before this run first adds one. */
+  private failures: FailedCheckpoint[] | undefined;
+  /** Writes of the failure history, one at a time. */
+  private historyWrites: Promise<void> = Promise.resolve();
+  private historyWarned = false;
 
   constructor(private readonly options: CoordinatorOptions) {}
 
@@ -251,6 +259,7 @@ export class CheckpointCoordinator {
   async settled(): Promise<void> {
     await this.settling;
     await this.retiring;
+    await this.historyWrites;
   }
 
   /**
@@ -591,6 +600,30 @@ export class CheckpointCoordinator {
     await removeCheckpointDirs(storage, job, ids, this.neededFiles());
   }
 
+  /**
+   * Adds a failed or aborted checkpoint to the job's failure history file in its checkpoint storage, behind the writes
+   * before it. The file is diagnostics: when it cannot be read it is started anew, and when it cannot be written (the
+   * storage that failed the checkpoint may be failing) the job goes on; both are warned about, once per run.
+   */
+  private recordFailure(stats: CheckpointStats): void {
+    const { storage, job, warn } = this.options;
+    const warnOnce = (message: string) => {
+      if (this.historyWarned) return;
+      this.historyWarned = true;
+      warn?.(message);
+    };
+    this.historyWrites = this.historyWrites
+      .then(async () => {
+        this.failures ??= await readFailureHistory(storage, job).catch((error: unknown) => {
+          warnOnce(`job '${job}': its failure history is ignored and started anew: ${(error as Error).message}`);
+          return [];
+        });
+        this.failures = [...this.failures, failedCheckpointOf(stats)].slice(-FAILURE_HISTORY_LENGTH);
+        await writeFailureHistory(storage, job, this.failures);
+      })
+      .catch((error: unknown) => warnOnce(`job '${job}': checkpoint ${stats.id} failed and could not be recorded in its failure history: ${(error as Error).message}`));
+  }
+
   /** The shared files the retained checkpoints reference: reference counting over `references`. */
   private neededFiles(): Set<string> {
     return new Set(this.retained.flatMap((id) => this.references.get(id) ?? []));
@@ -635,7 +668,7 @@ export class CheckpointCoordinator {
               cause: reason,
             });
     pending.reject(error);
-    this.report(pending, status, error as Error, 0);
+    this.recordFailure(this.report(pending, status, error as Error, 0));
     // Operators still aligning for it release what they hold.
     pending.participants.injectCancel(pending.id);
     // A checkpoint without _metadata never counts; removing its files keeps the directory tidy. One whose metadata

@@ -207,6 +207,7 @@ export class Job {
           minPause: checkpoints?.minPause ?? 0,
           maxConcurrent: checkpoints?.maxConcurrent ?? 1,
           tolerableFailures: checkpoints?.tolerableFailures ?? 0,
+          warn: onWarning,
           ...(checkpoints?.incremental ? { incremental: { fullEvery: checkpoints.fullEvery ?? 10 } } : {}),
         })
       : undefined;
