@@ -476,6 +476,7 @@ export class CheckpointCoordinator {
           `while it was still aligning; checkpoint ${by} goes on (if this happens to most checkpoints, lower maxConcurrent or raise the interval)`,
       ),
       'aborted',
+      { subsumed: true },
     );
   }
 
@@ -529,7 +530,7 @@ export class CheckpointCoordinator {
         if (older.id < pending.id && older.barrier.kind === 'checkpoint' && !older.committing) {
           const reason = `checkpoint ${older.id} of job '${job}' was subsumed by checkpoint ${pending.id}, which completed first`;
           // Taken before this one, its snapshots are older than the chain's new head: the chain stays.
-          this.abort(older, new CheckpointAbortedError(reason), 'aborted', false);
+          this.abort(older, new CheckpointAbortedError(reason), 'aborted', { subsumed: true, resetChain: false });
         }
       }
       this.retained.push(pending.id);
@@ -653,7 +654,16 @@ export class CheckpointCoordinator {
     }
   }
 
-  private abort(pending: PendingCheckpoint, reason: unknown, status: 'failed' | 'aborted', resetChain = true): void {
+  /**
+   * Ends `pending` unsuccessfully. A `subsumed` one (a newer checkpoint took over) is reported but not recorded in the
+   * failure history at rest: with `maxConcurrent > 1` it is routine, and would crowd out real failures there.
+   */
+  private abort(
+    pending: PendingCheckpoint,
+    reason: unknown,
+    status: 'failed' | 'aborted',
+    { subsumed = false, resetChain = true }: { subsumed?: boolean; resetChain?: boolean } = {},
+  ): void {
     pending.aborted = true;
     // Its snapshots consumed the backends' changes since the chain's last checkpoint: the next one must be full.
     if (resetChain) this.resetChain();
@@ -668,7 +678,8 @@ export class CheckpointCoordinator {
               cause: reason,
             });
     pending.reject(error);
-    this.recordFailure(this.report(pending, status, error as Error, 0));
+    const stats = this.report(pending, status, error as Error, 0);
+    if (!subsumed) this.recordFailure(stats);
     // Operators still aligning for it release what they hold.
     pending.participants.injectCancel(pending.id);
     // A checkpoint without _metadata never counts; removing its files keeps the directory tidy. One whose metadata
