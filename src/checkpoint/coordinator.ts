@@ -446,15 +446,17 @@ export class CheckpointCoordinator {
     const waiting = [...pending.waiting];
     const persisting = waiting.filter((task) => pending.persisting.has(task)).map(name);
     const unreached = waiting.filter((task) => !pending.persisting.has(task)).map(name);
+    // A job with many subtasks would make the message unreadable: the first ten, and how many more.
+    const list = (names: string[]) => (names.length <= 10 ? names.join(', ') : `${names.slice(0, 10).join(', ')} and ${names.length - 10} more`);
     const head = `checkpoint ${pending.id} of job '${job}' did not complete within ${timeout} ms and was aborted`;
     const parts: string[] = [];
     if (unreached.length > 0) {
       parts.push(
-        `its barrier never reached ${unreached.join(', ')}: the flow before them is stuck (a source waiting for input, a slow function, or an ` +
+        `its barrier never reached ${list(unreached)}: the flow before them is stuck (a source waiting for input, a slow function, or an ` +
           'operator with several inputs waiting for the barrier on another input); find what holds them up',
       );
     }
-    if (persisting.length > 0) parts.push(`still persisting their state: ${persisting.join(', ')}; raise checkpoints.timeout, make state smaller or use faster storage`);
+    if (persisting.length > 0) parts.push(`still persisting their state: ${list(persisting)}; raise checkpoints.timeout, make state smaller or use faster storage`);
     // (With every task acknowledged, `_metadata` is being written, which a timeout does not cut short.)
     return parts.length === 0 ? head : `${head}: ${parts.join('; ')}`;
   }
