@@ -1,5 +1,5 @@
 import { indexedDbCheckpointStorage, type CheckpointStorage } from 'weir/browser';
-import { checkpointHistory, inspectStorage, listJobs, type CheckpointSummary, type StateSummary } from '../../src/inspector/readCheckpoint';
+import { checkpointHistory, inspectStorage, listJobs, type CheckpointSummary, type JobSummary, type StateSummary } from '../../src/inspector/readCheckpoint';
 import { diffCheckpointEntries, pageStateEntries, readCheckpointEntries, type CheckpointEntries, type StateEntry } from '../../src/inspector/readStateEntries';
 import { httpCheckpointStorage } from './httpStorage';
 import { createTimeline } from './timeline';
@@ -25,6 +25,8 @@ const timeline = createTimeline($('timeline'));
 let storage: CheckpointStorage;
 let onlyJobs: string[] | null = null;
 let summaries: CheckpointSummary[] = [];
+/** The job's recent failed and aborted checkpoints (they left no directory: from its failure history). */
+let failures: Pick<JobSummary, 'failures' | 'failuresError'> = { failures: [] };
 let offset = 0;
 const entriesCache = new Map<string, Promise<CheckpointEntries>>();
 
@@ -82,6 +84,7 @@ async function loadJob() {
   const [summary] = await inspectStorage(storage, { jobs: [job] });
   const checkpoints = summary?.checkpoints ?? [];
   summaries = summary ? checkpointHistory(summary) : [];
+  failures = { failures: summary?.failures ?? [], failuresError: summary?.failuresError };
   timeline.update(checkpoints.filter((c) => c.durationMs !== undefined).map((c) => ({ id: c.id, durationMs: c.durationMs!, bytes: c.persistedBytes ?? 0 })));
   renderCheckpointList();
   checkpointSelect.replaceChildren(...summaries.map((c) => new Option(`${label(c)} ${c.status}`, c.path)));
@@ -123,6 +126,24 @@ function renderCheckpointList() {
     });
     table.append(tr);
   }
+  // Failed and aborted checkpoints have nothing to browse: a row each, by id among the others, with the reason.
+  for (const f of failures.failures) {
+    const tr = el('tr', undefined, `${f.status} ${f.kind}`);
+    tr.title = `${f.error}: ${f.reason}`;
+    tr.append(
+      el('td', String(f.id)),
+      el('td', f.kind),
+      el('td', f.status),
+      el('td', formatTime(f.timestamp)),
+      el('td', `${f.durationMs} ms`),
+      el('td', '-'),
+      el('td', '-'),
+      el('td', `${f.error}: ${f.reason}`, 'error-text'),
+    );
+    const before = Array.from(table.querySelectorAll('tr')).slice(1).find((row) => Number(row.firstElementChild?.textContent) < f.id);
+    table.insertBefore(tr, before ?? null);
+  }
+  if (failures.failuresError) table.append(el('caption', `failure history ignored: ${failures.failuresError}`, 'error-text'));
   $('checkpoints').replaceChildren(table);
 }
 

@@ -18,8 +18,8 @@ export interface AlignerCallbacks {
    * snapshot (empty for an aligned checkpoint).
    */
   aligned(barrier: CheckpointBarrier, inFlight: Promise<InFlightRecord[]>, alignment: AlignmentStats): void;
-  /** The checkpoint was abandoned here (cancelled, or subsumed by a newer one): pass the marker on. */
-  cancelled(id: number, reason: 'cancelled' | 'subsumed'): void;
+  /** The checkpoint was abandoned here (cancelled, or subsumed by the newer checkpoint `by`): pass the marker on. */
+  cancelled(id: number, reason: 'cancelled' | 'subsumed', by?: number): void;
   /** The combined watermark advanced (the minimum over active inputs). */
   watermark(timestamp: number): void;
   /** Every input became idle, or one became active again. */
@@ -128,7 +128,7 @@ export class BarrierAligner {
     if (alignment !== undefined && barrier.id < alignment.barrier.id) return;
     if (alignment !== undefined && barrier.id > alignment.barrier.id) {
       // Flink aborts a checkpoint whose alignment is overtaken by a newer barrier (it is subsumed).
-      this.abort(alignment, 'subsumed');
+      this.abort(alignment, 'subsumed', barrier.id);
       alignment = undefined;
     }
     if (alignment === undefined) {
@@ -179,17 +179,17 @@ export class BarrierAligner {
     // A marker for a newer checkpoint (its barrier never reached this input) also ends the alignment of an older one,
     // and closes the newer checkpoint here too, so that its barriers, should any still come, are ignored (as Flink's
     // SingleCheckpointBarrierHandler does).
-    if (alignment !== undefined && alignment.barrier.id < id) this.abort(alignment, 'subsumed');
+    if (alignment !== undefined && alignment.barrier.id < id) this.abort(alignment, 'subsumed', id);
     this.closed = id;
     this.callbacks.cancelled(id, 'cancelled');
   }
 
-  private abort(alignment: Alignment, reason: 'cancelled' | 'subsumed'): void {
+  private abort(alignment: Alignment, reason: 'cancelled' | 'subsumed', by?: number): void {
     alignment.timeout?.unsubscribe();
     this.alignment = undefined;
     this.closed = Math.max(this.closed, alignment.barrier.id);
     alignment.finishInFlight?.(alignment.inFlight);
-    this.callbacks.cancelled(alignment.barrier.id, reason);
+    this.callbacks.cancelled(alignment.barrier.id, reason, by);
     this.release();
   }
 

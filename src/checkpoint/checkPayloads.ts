@@ -12,9 +12,36 @@ const STATE_KINDS = new Set(['value', 'list', 'map', 'reducing', 'aggregating'])
 const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
 const isIndex = (value: unknown): value is number => Number.isSafeInteger(value) && (value as number) >= 0;
 
-/** A file name inside a checkpoint directory: no separators, never `.` or `..`, so that it cannot point elsewhere. */
-function isFileName(value: unknown): value is string {
-  return typeof value === 'string' && value !== '' && value !== '.' && value !== '..' && !/[/\\\0]/.test(value);
+/** The longest file name (in UTF-8 bytes) file systems take: NAME_MAX on Linux and macOS, NTFS's 255 characters. */
+export const MAX_FILE_NAME_BYTES = 255;
+
+const encoder = new TextEncoder();
+
+/**
+ * A file name inside a checkpoint directory: no separators, never `.` or `..`, so that it cannot point elsewhere, and
+ * short enough for any file system, so that reading it fails as a damaged checkpoint, not with ENAMETOOLONG.
+ */
+function isFileName(value: unknown): boolean {
+  return (
+    typeof value === 'string' &&
+    value !== '' &&
+    value !== '.' &&
+    value !== '..' &&
+    !/[/\\\0]/.test(value) &&
+    encoder.encode(value).length <= MAX_FILE_NAME_BYTES
+  );
+}
+
+/** What is wrong with a `_metadata` file entry, for the error; undefined when it is valid (see `isStateFileEntry`). */
+export function stateFileEntryProblem(entry: unknown): string | undefined {
+  if (isStateFileEntry(entry)) return undefined;
+  if (!isObject(entry)) return 'an entry that is not an object';
+  const file = entry.file;
+  if (typeof file === 'string' && !isFileName(file)) {
+    const shown = JSON.stringify(file.length > 40 ? `${file.slice(0, 40)}…` : file);
+    return `file ${shown} (${file.length} characters), which is not a file name a checkpoint holds (at most ${MAX_FILE_NAME_BYTES} bytes, no '/', '\\' or NUL, not '.' or '..')`;
+  }
+  return `an entry${typeof file === 'string' ? ` for file ${JSON.stringify(file)}` : ''} without a valid file name, subtask or key-group range`;
 }
 
 /** Whether a `_metadata` file entry has the fields and types loading relies on. */

@@ -19,8 +19,13 @@ export interface CheckpointStats {
   readonly id: number;
   /** `completed`, or why it is not: `failed` (a task or the storage failed), `aborted` (timeout, cancel, job end). */
   readonly status: 'completed' | 'failed' | 'aborted';
-  /** Why a checkpoint failed or was aborted. */
+  /** Why a checkpoint failed or was aborted: the error's message. */
   readonly reason?: string;
+  /**
+   * The name of the error class that failed or aborted it (`CheckpointAbortedError` for a timeout, a subsumed or a
+   * cancelled checkpoint; `StateSizeExceededError`; a storage's own error), for code that branches on it.
+   */
+  readonly error?: string;
   /** Where the checkpoint is (a directory on disk for the file system storage): pass it to `restore`. */
   readonly path: string;
   /** When it was triggered, on the job's scheduler clock. */

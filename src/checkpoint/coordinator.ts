@@ -6,6 +6,7 @@ import { yieldToEventLoop } from '../core/yieldToEventLoop.js';
 import type { CheckpointStats, OperatorCheckpointStats } from './checkpointStats.js';
 import { settingAside } from '../state/setAsideValues.js';
 import { encodeFile } from './fileFormat.js';
+import { FAILURE_HISTORY_LENGTH, failedCheckpointOf, readFailureHistory, writeFailureHistory, type FailedCheckpoint } from './failureHistory.js';
 import { readSharedFiles, removeCheckpointDirs, sharedFilesOf } from './sharedFiles.js';
 import {
   METADATA_FILE,
@@ -66,6 +67,8 @@ export interface CoordinatorOptions {
    * earlier files for the rest; every `fullEvery`-th checkpoint of a chain is full again.
    */
   incremental?: { fullEvery: number };
+  /** Where warnings go (a failure history file that cannot be read or written). */
+  warn?: (message: string) => void;
 }
 
 /** Entries per keyed state file: big state is written as several files of about this many entries. */
@@ -98,6 +101,8 @@ interface PendingCheckpoint {
   readonly startedAt: number;
   readonly participants: CheckpointParticipants;
   readonly waiting: Set<string>;
+  /** Tasks that captured their state (their barrier arrived) but have not acknowledged yet: still persisting. */
+  readonly persisting: Set<string>;
   readonly operators: Map<string, { role: OperatorRole; files: StateFileEntry[] }>;
   readonly stats: OperatorCheckpointStats[];
   readonly result: Promise<CheckpointStats>;
@@ -138,6 +143,8 @@ export class CheckpointCoordinator {
   private readonly pending = new Map<number, PendingCheckpoint>();
   private participants: CheckpointParticipants | undefined;
   private readonly completed: CheckpointStats[] = [];
+  /** Every checkpoint of this run as it ended (completed, failed or aborted), in that order. */
+  private readonly ended: CheckpointStats[] = [];
   private readonly reports = new Subject<CheckpointStats>();
   /**
    * Ids of the complete checkpoints in storage, oldest first, earlier runs' included: as Flink recovers its completed
@@ -163,12 +170,22 @@ export class CheckpointCoordinator {
   /** The attempt's final checkpoint (not a stop-with-savepoint), once triggered: it answers later requests. */
   private finalCheckpoint: Promise<CheckpointStats> | undefined;
   private lastEndedAt = Number.NEGATIVE_INFINITY;
+  /** The job's recorded failures (`failureHistory.ts`), read from its file before this run first adds one. */
+  private failures: FailedCheckpoint[] | undefined;
+  /** Writes of the failure history, one at a time. */
+  private historyWrites: Promise<void> = Promise.resolve();
+  private historyWarned = false;
 
   constructor(private readonly options: CoordinatorOptions) {}
 
   /** Every checkpoint completed by this run of the job, oldest first (deleted ones included). */
   get history(): readonly CheckpointStats[] {
     return this.completed;
+  }
+
+  /** Every checkpoint of this run as it ended, oldest first: completed, failed or aborted (with its reason). */
+  get outcomes(): readonly CheckpointStats[] {
+    return this.ended;
   }
 
   /** Every checkpoint as it ends: completed, failed or aborted. */
@@ -245,6 +262,7 @@ export class CheckpointCoordinator {
   async settled(): Promise<void> {
     await this.settling;
     await this.retiring;
+    await this.historyWrites;
   }
 
   /**
@@ -282,6 +300,7 @@ export class CheckpointCoordinator {
       startedAt: now,
       participants,
       waiting: new Set(participants.tasks.keys()),
+      persisting: new Set(),
       operators: new Map(),
       stats: [],
       result,
@@ -295,8 +314,7 @@ export class CheckpointCoordinator {
     this.pending.set(id, pending);
     pending.timeout = scheduler.schedule(() => {
       if (pending.committing || pending.aborted) return;
-      const error = new CheckpointAbortedError(`checkpoint ${id} of job '${job}' did not complete within ${timeout} ms and was aborted; raise checkpoints.timeout or make state smaller`);
-      this.failed(pending, error, 'aborted');
+      this.failed(pending, new CheckpointAbortedError(this.timeoutMessage(pending)), 'aborted');
     }, timeout);
     if (final && !savepoint) this.finalCheckpoint = result;
     participants.injectBarrier(pending.barrier);
@@ -318,6 +336,7 @@ export class CheckpointCoordinator {
     }
     const { storage } = pending;
     const { uid, subtask, range } = task;
+    pending.persisting.add(taskId(uid, subtask));
     const startedAt = performance.now();
     const files: StateFileEntry[] = [];
     let total = 0;
@@ -420,7 +439,58 @@ export class CheckpointCoordinator {
     return writing ? writing : true;
   }
 
+  /**
+   * Why checkpoint `pending` timed out, naming the tasks that did not acknowledge: those whose barrier never arrived
+   * (blocked upstream, or aligning at an operator with several inputs) and those still persisting their state. Only
+   * the latter are helped by a longer timeout or smaller state.
+   */
+  private timeoutMessage(pending: PendingCheckpoint): string {
+    const { job, timeout } = this.options;
+    const name = (task: string) => {
+      const { uid, subtask } = pending.participants.tasks.get(task)!;
+      return `'${uid}' subtask ${subtask}`;
+    };
+    const waiting = [...pending.waiting];
+    const persisting = waiting.filter((task) => pending.persisting.has(task)).map(name);
+    const unreached = waiting.filter((task) => !pending.persisting.has(task)).map(name);
+    // A job with many subtasks would make the message unreadable: the first ten, and how many more.
+    const list = (names: string[]) => (names.length <= 10 ? names.join(', ') : `${names.slice(0, 10).join(', ')} and ${names.length - 10} more`);
+    const head = `checkpoint ${pending.id} of job '${job}' did not complete within ${timeout} ms and was aborted`;
+    const parts: string[] = [];
+    if (unreached.length > 0) {
+      parts.push(
+        `its barrier never reached ${list(unreached)}: the flow before them is stuck (a source waiting for input, a slow function, or an ` +
+          'operator with several inputs waiting for the barrier on another input); find what holds them up',
+      );
+    }
+    if (persisting.length > 0) parts.push(`still persisting their state: ${list(persisting)}; raise checkpoints.timeout, make state smaller or use faster storage`);
+    // (With every task acknowledged, `_metadata` is being written, which a timeout does not cut short.)
+    return parts.length === 0 ? head : `${head}: ${parts.join('; ')}`;
+  }
+
+  /**
+   * Task `task` declined checkpoint `id`: a newer checkpoint's barrier (`by`) overtook its alignment at an operator with
+   * several inputs (Flink's CHECKPOINT_DECLINED_SUBSUMED). Without that task's acknowledgement it can never complete,
+   * so it is aborted now instead of holding its `maxConcurrent` slot until the timeout. As in Flink's
+   * CheckpointFailureManager, a subsumed checkpoint does not count against `tolerableFailures`.
+   */
+  decline(id: number, task: { uid: string; subtask: number }, by: number): void {
+    const pending = this.pending.get(id);
+    if (!pending || pending.aborted || pending.committing) return;
+    const { job } = this.options;
+    this.abort(
+      pending,
+      new CheckpointAbortedError(
+        `checkpoint ${id} of job '${job}' was subsumed by checkpoint ${by} at '${task.uid}' subtask ${task.subtask}: the newer barrier arrived ` +
+          `while it was still aligning; checkpoint ${by} goes on (if this happens to most checkpoints, lower maxConcurrent or raise the interval)`,
+      ),
+      'aborted',
+      { subsumed: true },
+    );
+  }
+
   private acknowledge(pending: PendingCheckpoint, task: string, files: StateFileEntry[]): void {
+    pending.persisting.delete(task);
     if (pending.aborted || !pending.waiting.delete(task)) return;
     const { uid, role } = pending.participants.tasks.get(task)!;
     const operator = pending.operators.get(uid) ?? { role, files: [] };
@@ -464,6 +534,14 @@ export class CheckpointCoordinator {
     const stats = this.report(pending, 'completed', undefined, stateBytes + bytes.length, stateBytes + sharedBytes + bytes.length);
     this.completed.push(stats);
     if (!savepoint) {
+      // Flink drops the pending checkpoints a completed one subsumes: restores would never pick them over this one.
+      for (const older of this.pending.values()) {
+        if (older.id < pending.id && older.barrier.kind === 'checkpoint' && !older.committing) {
+          const reason = `checkpoint ${older.id} of job '${job}' was subsumed by checkpoint ${pending.id}, which completed first`;
+          // Taken before this one, its snapshots are older than the chain's new head: the chain stays.
+          this.abort(older, new CheckpointAbortedError(reason), 'aborted', { subsumed: true, resetChain: false });
+        }
+      }
       this.retained.push(pending.id);
       this.references.set(pending.id, sharedFilesOf(metadata));
       // The head of a chain is the checkpoint whose snapshot was taken last: the backends' changes run from there.
@@ -497,7 +575,7 @@ export class CheckpointCoordinator {
   private report(
     pending: PendingCheckpoint,
     status: CheckpointStats['status'],
-    reason: string | undefined,
+    error: Error | undefined,
     bytes: number,
     fullSize = bytes,
   ): CheckpointStats {
@@ -506,7 +584,7 @@ export class CheckpointCoordinator {
     const stats: CheckpointStats = {
       id: pending.id,
       status,
-      ...(reason === undefined ? {} : { reason }),
+      ...(error === undefined ? {} : { reason: error.message, error: error.name }),
       path: storage.describe ? storage.describe(pending.dir) : pending.dir,
       timestamp: pending.startedAt,
       durationMs: scheduler.now() - pending.startedAt,
@@ -516,6 +594,7 @@ export class CheckpointCoordinator {
       kind: pending.barrier.kind,
       operators: pending.stats,
     };
+    this.ended.push(stats);
     this.reports.next(stats);
     return stats;
   }
@@ -529,6 +608,30 @@ export class CheckpointCoordinator {
     const ids = (await storage.list(job)).map(checkpointIdOf).filter((id): id is number => id !== undefined && id < oldestKept);
     // Files a retained incremental checkpoint still references stay (their directory stops being a checkpoint).
     await removeCheckpointDirs(storage, job, ids, this.neededFiles());
+  }
+
+  /**
+   * Adds a failed or aborted checkpoint to the job's failure history file in its checkpoint storage, behind the writes
+   * before it. The file is diagnostics: when it cannot be read it is started anew, and when it cannot be written (the
+   * storage that failed the checkpoint may be failing) the job goes on; both are warned about, once per run.
+   */
+  private recordFailure(stats: CheckpointStats): void {
+    const { storage, job, warn } = this.options;
+    const warnOnce = (message: string) => {
+      if (this.historyWarned) return;
+      this.historyWarned = true;
+      warn?.(message);
+    };
+    this.historyWrites = this.historyWrites
+      .then(async () => {
+        this.failures ??= await readFailureHistory(storage, job).catch((error: unknown) => {
+          warnOnce(`job '${job}': its failure history is ignored and started anew: ${(error as Error).message}`);
+          return [];
+        });
+        this.failures = [...this.failures, failedCheckpointOf(stats)].slice(-FAILURE_HISTORY_LENGTH);
+        await writeFailureHistory(storage, job, this.failures);
+      })
+      .catch((error: unknown) => warnOnce(`job '${job}': checkpoint ${stats.id} failed and could not be recorded in its failure history: ${(error as Error).message}`));
   }
 
   /** The shared files the retained checkpoints reference: reference counting over `references`. */
@@ -560,10 +663,19 @@ export class CheckpointCoordinator {
     }
   }
 
-  private abort(pending: PendingCheckpoint, reason: unknown, status: 'failed' | 'aborted'): void {
+  /**
+   * Ends `pending` unsuccessfully. A `subsumed` one (a newer checkpoint took over) is reported but not recorded in the
+   * failure history at rest: with `maxConcurrent > 1` it is routine, and would crowd out real failures there.
+   */
+  private abort(
+    pending: PendingCheckpoint,
+    reason: unknown,
+    status: 'failed' | 'aborted',
+    { subsumed = false, resetChain = true }: { subsumed?: boolean; resetChain?: boolean } = {},
+  ): void {
     pending.aborted = true;
     // Its snapshots consumed the backends' changes since the chain's last checkpoint: the next one must be full.
-    this.resetChain();
+    if (resetChain) this.resetChain();
     pending.timeout?.unsubscribe();
     this.pending.delete(pending.id);
     const error =
@@ -575,7 +687,8 @@ export class CheckpointCoordinator {
               cause: reason,
             });
     pending.reject(error);
-    this.report(pending, status, (error as Error).message, 0);
+    const stats = this.report(pending, status, error as Error, 0);
+    if (!subsumed) this.recordFailure(stats);
     // Operators still aligning for it release what they hold.
     pending.participants.injectCancel(pending.id);
     // A checkpoint without _metadata never counts; removing its files keeps the directory tidy. One whose metadata

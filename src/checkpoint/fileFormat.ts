@@ -16,7 +16,8 @@ import { revivingSetAside } from '../state/setAsideValues.js';
  */
 export const FORMAT_VERSION = 3;
 
-export type FileKind = 'state' | 'metadata';
+/** `history` is a job's record of its failed checkpoints (`failureHistory.ts`). */
+export type FileKind = 'state' | 'metadata' | 'history';
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder('utf-8', { fatal: true });

@@ -7,8 +7,12 @@ import type { OperatorCheckpointStats } from './checkpointStats.js';
  *     <job>/chk-<id>/<uid>.<subtask>.kg-<start>-<end>   one state file per operator instance
  *     <job>/chk-<id>/_metadata                          written last: a checkpoint without it does not exist
  *     <dir>/savepoint-<job>-<id>-<random>/…             a savepoint: the same files, in a directory the user picks
+ *     <job>/_failed_checkpoints                         the job's recent failed and aborted checkpoints, with reasons
  */
 export const METADATA_FILE = '_metadata';
+
+/** See `failureHistory.ts`. */
+export const FAILURE_HISTORY_FILE = '_failed_checkpoints';
 
 export function checkpointDir(job: string, id: number): string {
   return `${job}/chk-${id}`;

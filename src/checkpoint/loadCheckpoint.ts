@@ -1,6 +1,6 @@
 import { CheckpointCorruptedError, CheckpointNotFoundError, ForeignCheckpointError } from '../core/errors.js';
 import type { CheckpointStorage, Json, KeyGroupRange, KeyedStatePayload } from '../core/types.js';
-import { checkStatePayload, isStateFileEntry } from './checkPayloads.js';
+import { checkStatePayload, stateFileEntryProblem } from './checkPayloads.js';
 import { readStored } from '../storage/readStored.js';
 import { decodeFile } from './fileFormat.js';
 import {
@@ -38,16 +38,48 @@ export interface RestoredOperator {
 /** Decoded state files kept in memory from load to restore, in file bytes per checkpoint; the rest is read again. */
 const KEEP_LOADED_BYTES = 16 * 1024 * 1024;
 
-/** Reads and checks the checkpoint in directory `dir`, which must belong to job `job`. */
+/**
+ * The `code` of a storage error that says a path cannot name a checkpoint's file at all (too long for the file
+ * system, a directory, a path through a file, a symlink loop): a damaged or wrong path, never a failing storage.
+ */
+function unusablePathCode(error: unknown): string | undefined {
+  const code = typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : undefined;
+  return code !== undefined && ['ENAMETOOLONG', 'EISDIR', 'ENOTDIR', 'ELOOP'].includes(code) ? code : undefined;
+}
+
+/**
+ * When a relative restore path repeats the end of the storage root (`ck/job-a/chk-9` for a storage in `./ck`, as
+ * it is written relative to the working directory), the path relative to the root it probably means.
+ */
+function rootRelativeHint(storage: CheckpointStorage, dir: string): string | undefined {
+  const segments = dir.split('/').filter((segment) => segment !== '' && segment !== '.');
+  if (dir.startsWith('/') || segments.length < 2) return undefined;
+  const root = storage.location.split(/[/\\]/).filter((segment) => segment !== '');
+  for (let k = Math.min(root.length, segments.length - 1); k >= 1; k--) {
+    if (root.slice(-k).join('/') === segments.slice(0, k).join('/')) return segments.slice(k).join('/');
+  }
+  return undefined;
+}
+
+/**
+ * Reads and checks the checkpoint in directory `dir`, which must belong to job `job`. `dir` is relative to the
+ * storage's root, or absolute (on a file system storage, as `CheckpointStats.path` is); never relative to the
+ * working directory.
+ */
 export async function loadCheckpoint(storage: CheckpointStorage, dir: string, job: string): Promise<LoadedCheckpoint> {
   const where = (file: string) => (storage.describe ? storage.describe(`${dir}/${file}`) : `${storage.location}: ${dir}/${file}`);
   const metadataBytes = await storage.read(`${dir}/${METADATA_FILE}`).catch((error: unknown) => {
-    if (error instanceof CheckpointNotFoundError) {
+    const code = unusablePathCode(error);
+    if (error instanceof CheckpointNotFoundError || (code !== undefined && code !== 'EISDIR')) {
+      const hint = rootRelativeHint(storage, dir);
       throw new CheckpointNotFoundError(
-        `no checkpoint at ${where(METADATA_FILE)} (a directory without _metadata is an incomplete checkpoint); pass 'latest' or the path of a chk-<id> directory`,
+        `no checkpoint at ${where(METADATA_FILE)}${code ? ` (${code})` : ''}: a checkpoint is a chk-<id> directory with a _metadata file (one without is ` +
+          `incomplete), and a restore path is relative to the checkpoint storage's root (${storage.location}) or absolute, not relative to ` +
+          `the working directory; ${hint ? `did you mean '${hint}'? ` : ''}pass 'latest' or the path of a chk-<id> directory (CheckpointStats.path)`,
         { cause: error },
       );
     }
+    if (code !== undefined) throw new CheckpointCorruptedError(`${where(METADATA_FILE)}: cannot be read as a file (${code}); restore from another checkpoint`, { cause: error });
     throw error;
   });
   const metadata = checkMetadata(decodeFile('metadata', metadataBytes, where(METADATA_FILE)), where(METADATA_FILE));
@@ -103,6 +135,9 @@ export async function readStateFile(
   const path = stateFilePath(dir, entry);
   const name = storage.describe ? storage.describe(path) : `${storage.location}: ${path}`;
   const { data, values } = await readStored(storage, path).catch((error: unknown) => {
+    const code = unusablePathCode(error);
+    // `_metadata` names a file no file system can hold there: the metadata is damaged, so `latest` falls back.
+    if (code !== undefined) throw new CheckpointCorruptedError(`${name}: listed by checkpoint ${id}'s _metadata, cannot be read as a file (${code}); restore from another checkpoint`, { cause: error });
     if (!(error instanceof CheckpointNotFoundError) || entry.checkpoint === undefined) throw error;
     throw new CheckpointCorruptedError(
       `${name}: shared state file of checkpoint ${entry.checkpoint}, referenced by checkpoint ${id}, is missing; restore from another checkpoint`,
@@ -121,12 +156,19 @@ export async function loadLatestCheckpoint(
   job: string,
   warn: (message: string) => void,
 ): Promise<LoadedCheckpoint | undefined> {
-  for (const id of await completedCheckpointIds(storage, job)) {
+  const ids = await completedCheckpointIds(storage, job);
+  for (const [index, id] of ids.entries()) {
     try {
       return await loadCheckpoint(storage, checkpointDir(job, id), job);
     } catch (error) {
       if (!(error instanceof CheckpointCorruptedError || error instanceof CheckpointNotFoundError)) throw error;
-      warn(`checkpoint ${id} of job '${job}' cannot be restored (${(error as Error).message}); falling back to an older checkpoint`);
+      const older = ids[index + 1];
+      const next =
+        older !== undefined
+          ? `falling back to checkpoint ${older}`
+          : `no older checkpoint is left: none of the job's complete checkpoints (${ids.map((n) => `chk-${n}`).join(', ')}) can be restored, so the job ` +
+            'starts fresh, without their state (stop it and repair or restore a savepoint if that state matters)';
+      warn(`checkpoint ${id} of job '${job}' cannot be restored (${(error as Error).message}); ${next}`);
     }
   }
   return undefined;
@@ -152,7 +194,17 @@ export function checkMetadata(value: unknown, name: string): CheckpointMetadata 
     typeof metadata.id === 'number' &&
     Array.isArray(metadata.operators) &&
     typeof metadata.maxParallelism === 'number' &&
-    metadata.operators.every((operator) => typeof operator?.uid === 'string' && Array.isArray(operator.files) && operator.files.every(isStateFileEntry));
+    metadata.operators.every((operator) => typeof operator?.uid === 'string' && Array.isArray(operator.files));
   if (!valid) throw new CheckpointCorruptedError(`${name}: metadata does not have the expected fields; the file is damaged or foreign`);
+  for (const { uid, files } of metadata.operators) {
+    for (const entry of files) {
+      const problem = stateFileEntryProblem(entry);
+      if (problem !== undefined) {
+        throw new CheckpointCorruptedError(
+          `${name}: operator '${uid.slice(0, 200)}' lists ${problem}; the metadata is damaged or foreign — restore from another checkpoint`,
+        );
+      }
+    }
+  }
   return metadata;
 }

@@ -118,3 +118,24 @@ export class CheckpointDirectoryLockedError extends WeirError {
 export class StateSerializationError extends WeirError {
   override name = 'StateSerializationError';
 }
+
+/**
+ * A user function threw (a map, filter or key selector, a reduce, fold, aggregate, process or window function, a
+ * timer callback, a sink's callback, a source's iterator): the error names the operator's uid and the job, and the
+ * value thrown is its `cause`, unchanged (`error.cause instanceof TypeError`). weir's own typed errors
+ * (`InvalidKeyError`, `StateMigrationError`, …) are not wrapped: their class is what callers branch on.
+ */
+export class UserFunctionError extends WeirError {
+  override name = 'UserFunctionError';
+  /** The uid of the operator whose function threw. */
+  readonly uid: string;
+  /** The job it ran in. */
+  readonly job: string;
+
+  constructor(where: { job: string; uid: string; operator: string }, cause: unknown) {
+    const thrown = cause instanceof Error ? `${cause.name}: ${cause.message}` : String(cause);
+    super(`operator '${where.uid}' (${where.operator}) of job '${where.job}' failed: ${thrown}; the thrown error is this error's cause`, { cause });
+    this.uid = where.uid;
+    this.job = where.job;
+  }
+}

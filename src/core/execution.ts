@@ -5,6 +5,7 @@ import type { LoadedCheckpoint } from '../checkpoint/loadCheckpoint.js';
 import { QueryableStateRegistry } from '../query/queryableStateRegistry.js';
 import { CheckpointBarrier, ControlElement, type OperatorWatermark, type RecordTimestamp, type StreamElement } from './elements.js';
 import { NonReplayableSourceError } from './errors.js';
+import { userFunctionFailure } from './userFunctionFailure.js';
 import { keyGroupRangeFor } from './keyGroups.js';
 import type { GraphNode, TaskContext } from './graph.js';
 import type { JobGraph } from './jobGraph.js';
@@ -36,6 +37,8 @@ export class Execution {
   private resolveDone!: () => void;
   private rejectDone!: (error: unknown) => void;
   private readonly runners: SourceRunner<unknown>[] = [];
+  /** What each runner's source failure is attributed to (its uid and source). */
+  private readonly runnerSources = new Map<SourceRunner<unknown>, { uid: string; operator: string }>();
   private readonly writers: SinkWriter<unknown>[] = [];
   private readonly backends: KeyedStateBackend[] = [];
   /** Keyed backends restored before the nodes are built, by task id. */
@@ -123,7 +126,10 @@ export class Execution {
       .then(() => (this.ended ? undefined : Promise.all(this.writers.map((writer) => writer.finish()))))
       .then(() => this.succeed(), (error) => this.fail(error));
     for (const callback of this.startCallbacks) callback();
-    for (const runner of this.runners) runner.run().catch((error) => this.fail(error));
+    // A source's reader is user code too (an async iterable, an observable): its throw names the source.
+    for (const runner of this.runners) {
+      runner.run().catch((error) => this.fail(userFunctionFailure(error, { job: this.options.graph.jobName, ...this.runnerSources.get(runner)! })));
+    }
   }
 
   /** Settles when the final checkpoint completed (immediately without checkpointing). */
@@ -169,6 +175,7 @@ export class Execution {
         finished: () => this.onSourceFinished(),
       });
       this.runners.push(runner);
+      this.runnerSources.set(runner, { uid: node.uid, operator: source.name });
       return () => runner.stop();
     });
   }
@@ -180,6 +187,7 @@ export class Execution {
       checkpointing: this.options.coordinator !== undefined,
     });
     this.writers.push(writer);
+    const where = { job: task.job, uid: node.uid, operator: node.sink!.name };
     return new Observable<never>((subscriber) =>
       input.subscribe({
         next(element) {
@@ -187,7 +195,8 @@ export class Execution {
             if (!(element instanceof ControlElement)) writer.write(element);
             else if (element instanceof CheckpointBarrier) task.snapshot(element, () => ({ operator: writer.snapshot?.(element.id) ?? null }), () => undefined);
           } catch (error) {
-            subscriber.error(error);
+            // A sink's callback (forEach's function, a custom writer) is named like an operator's (see `operate`).
+            subscriber.error(userFunctionFailure(error, where));
           }
         },
         error: (error) => subscriber.error(error),
@@ -219,6 +228,7 @@ export class Execution {
       keyGroupRange: range,
       restoredOperatorState: saved?.operators[0],
       keyedBackend: () => (backend ??= this.openKeyedBackend(node, index, range)),
+      decline: (id, by) => coordinator?.decline(id, { uid: node.uid, subtask: index }, by),
       snapshot: (barrier, capture, forward, alignment) => {
         const started = performance.now();
         const { keyed, operator } = capture();

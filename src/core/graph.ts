@@ -36,6 +36,11 @@ export interface TaskContext {
    * the capture in the background and acknowledges it to the checkpoint coordinator.
    */
   snapshot(barrier: CheckpointBarrier, capture: () => SnapshotCapture, forward: () => void, alignment?: AlignmentStats): void;
+  /**
+   * This task will not acknowledge checkpoint `id`: the newer checkpoint `by` overtook its alignment (subsumed). The
+   * coordinator aborts it at once instead of waiting for its timeout.
+   */
+  decline(id: number, by: number): void;
   /** Runs `callback` once every node is wired, before the sources start (to replay saved in-flight records). */
   beforeSources(callback: () => void): void;
   /** How checkpoints align at operators with several inputs. */

@@ -5,14 +5,33 @@ import { checkpointDir } from '../checkpoint/layout.js';
 import { heapStateBackend } from '../state/heap/heapStateBackend.js';
 import { memoryCheckpointStorage } from '../storage/memoryCheckpointStorage.js';
 import { asyncScheduler } from 'rxjs';
+import { checkOptions } from './checkOptions.js';
 import { CheckpointCorruptedError, CheckpointNotFoundError, JobDefinitionError, NonRestoredStateError, StateMigrationError } from './errors.js';
 import { Flow } from './flow.js';
 import { JobGraph } from './jobGraph.js';
 import { DEFAULT_MAX_PARALLELISM } from './keyGroups.js';
-import { restartStrategy, type RestartStrategyOptions } from './restartStrategy.js';
+import { restartStrategy, type RestartStrategy, type RestartStrategyOptions } from './restartStrategy.js';
 import { RunningJob } from './runningJob.js';
 import type { CheckpointStorage, Scheduler, Source, StateBackend } from './types.js';
 import { DEFAULT_CHUNK_SIZE } from './yieldToEventLoop.js';
+
+/** The names `JobOptions`, `CheckpointOptions` and `StartOptions` take (checked in plain JS too). */
+const JOB_OPTIONS = ['name', 'stateBackend', 'checkpoints', 'restart', 'maxParallelism', 'parallelism', 'scheduler', 'chunkSize', 'onWarning'];
+const CHECKPOINT_OPTIONS = [
+  'storage',
+  'interval',
+  'retain',
+  'mode',
+  'alignedTimeout',
+  'timeout',
+  'minPause',
+  'maxConcurrent',
+  'tolerableFailures',
+  'retainOnCancel',
+  'incremental',
+  'fullEvery',
+];
+const START_OPTIONS = ['restore', 'allowNonRestoredState'];
 
 /** Flink's default checkpoint timeout: 10 minutes. */
 const DEFAULT_CHECKPOINT_TIMEOUT = 600_000;
@@ -105,11 +124,15 @@ export interface StartOptions {
 export class Job {
   readonly graph: JobGraph;
   private running: RunningJob | undefined;
+  private readonly restartStrategy: RestartStrategy;
 
   constructor(readonly options: JobOptions) {
     if (typeof options?.name !== 'string' || !/^[\w.-]+$/.test(options.name) || options.name === '.' || options.name === '..') {
       throw new JobDefinitionError(`job name ${JSON.stringify(options?.name)} is not valid: use letters, digits, '.', '_' and '-'`);
     }
+    checkOptions(`createJob (job '${options.name}')`, options, JOB_OPTIONS);
+    checkOptions(`job '${options.name}': checkpoints`, options.checkpoints, CHECKPOINT_OPTIONS);
+    this.restartStrategy = restartStrategy(this.options.restart, `job '${options.name}': restart`);
     const { interval, retain, timeout, minPause, maxConcurrent, tolerableFailures, alignedTimeout, mode, incremental, fullEvery } = options.checkpoints ?? {};
     const invalid = (what: string) => new JobDefinitionError(`job '${options.name}': checkpoints.${what}`);
     if (interval !== undefined && !(interval > 0)) throw invalid(`interval must be > 0 ms, got ${interval}`);
@@ -151,6 +174,7 @@ export class Job {
    * @example const clicks = job.source(fromFile('clicks.jsonl', { parse: JSON.parse }), { uid: 'clicks' });
    */
   source<T>(source: Source<T>, options: { uid?: string } = {}): Flow<T> {
+    checkOptions(`job '${this.name}': source`, options, ['uid']);
     const node = this.graph.add({ kind: 'source', uid: options.uid, role: 'source', stateful: true, inputs: [], source: source as Source<unknown> });
     return new Flow<T>(this.graph, node);
   }
@@ -158,6 +182,8 @@ export class Job {
   /** Starts the job (once). `running.done` settles when it ends. */
   start(options: StartOptions = {}): RunningJob {
     if (this.running) throw new JobDefinitionError(`job '${this.name}' was already started; create a new job to run it again`);
+    checkOptions(`job '${this.name}': start`, options, START_OPTIONS);
+    if (typeof options.restore === 'object') checkOptions(`job '${this.name}': start restore`, options.restore, ['savepoint', 'storage']);
     // A branch may end in a keyed operator whose state is read through queries; a job with neither that nor a sink
     // would compute nothing anyone can see.
     if (!this.graph.nodes.some((node) => node.sink || (node.stateful && !node.source))) {
@@ -181,10 +207,10 @@ export class Job {
           minPause: checkpoints?.minPause ?? 0,
           maxConcurrent: checkpoints?.maxConcurrent ?? 1,
           tolerableFailures: checkpoints?.tolerableFailures ?? 0,
+          warn: onWarning,
           ...(checkpoints?.incremental ? { incremental: { fullEvery: checkpoints.fullEvery ?? 10 } } : {}),
         })
       : undefined;
-    const strategy = restartStrategy(this.options.restart);
     /** The storage of the checkpoint or savepoint the run started from. */
     let startStorage: CheckpointStorage | undefined;
     this.running = new RunningJob({
@@ -195,7 +221,7 @@ export class Job {
       coordinator,
       storage,
       lock: storage?.lock ? () => storage.lock!(name) : undefined,
-      restartStrategy: strategy,
+      restartStrategy: this.restartStrategy,
       execution: {
         graph: this.graph,
         scheduler,

@@ -11,6 +11,9 @@ export type NodeSpec = Omit<GraphNode, 'id' | 'uid'> & {
  * The dataflow graph of a job, built while flows are piped. Nodes are appended in creation order, which is a
  * topological order: a node's inputs always exist before it.
  */
+/** The longest uid, URI-encoded, whose state file names fit in 255 bytes with their suffix. */
+const MAX_ENCODED_UID = 200;
+
 export class JobGraph {
   readonly nodes: GraphNode[] = [];
   private readonly uids = new Set<string>();
@@ -35,6 +38,14 @@ export class JobGraph {
     const uid = spec.uid ?? `${spec.kind}-${id}`;
     if (typeof uid !== 'string' || uid.length === 0) throw new JobDefinitionError(`job '${this.jobName}': a uid must be a non-empty string`);
     if (this.uids.has(uid)) throw new JobDefinitionError(`job '${this.jobName}': uid '${uid}' is used twice; every operator needs its own uid`);
+    // State files are named `<uid>.<subtask>.kg-<start>-<end>.<n>` (the uid URI-encoded): with room for the rest,
+    // the name stays within the 255 bytes file systems allow, so that a checkpoint can always be written and read.
+    if (encodeURIComponent(uid).length > MAX_ENCODED_UID) {
+      throw new JobDefinitionError(
+        `job '${this.jobName}': uid '${uid.slice(0, 40)}…' is too long: ${encodeURIComponent(uid).length} characters once URI-encoded for its state file names, ` +
+          `at most ${MAX_ENCODED_UID}; use a shorter uid`,
+      );
+    }
     for (const input of spec.inputs) {
       if (!this.nodes.includes(input)) {
         throw new JobDefinitionError(`job '${this.jobName}': operator '${uid}' reads a flow of another job; flows cannot cross jobs`);

@@ -1,3 +1,4 @@
+import { checkOptions } from './checkOptions.js';
 import { JobDefinitionError } from './errors.js';
 
 /**
@@ -15,7 +16,17 @@ export type RestartStrategyOptions =
 /** The delay before restart number `restart` (1-based), or undefined when the job must fail. */
 export type RestartStrategy = (restart: number) => number | undefined;
 
-export function restartStrategy(options: RestartStrategyOptions = { strategy: 'none' }): RestartStrategy {
+/** The option names of each strategy. */
+const RESTART_OPTIONS: Record<RestartStrategyOptions['strategy'], string[]> = {
+  none: ['strategy'],
+  'fixed-delay': ['strategy', 'attempts', 'delay'],
+  'exponential-delay': ['strategy', 'attempts', 'initialDelay', 'maxDelay', 'multiplier'],
+};
+
+/** The strategy `options` describe; `where` (the job's `restart` option) goes into errors. */
+export function restartStrategy(options: RestartStrategyOptions = { strategy: 'none' }, where = 'restart'): RestartStrategy {
+  const known = Object.hasOwn(RESTART_OPTIONS, String(options?.strategy)) ? RESTART_OPTIONS[options.strategy] : undefined;
+  if (known) checkOptions(`${where} (strategy '${options.strategy}')`, options, known);
   switch (options.strategy) {
     case 'none':
       return () => undefined;

@@ -2,12 +2,15 @@ import { EMPTY, type Observable } from 'rxjs';
 import type { CheckpointCoordinator, SavepointTarget } from '../checkpoint/coordinator.js';
 import type { CheckpointStats } from '../checkpoint/checkpointStats.js';
 import type { LoadedCheckpoint } from '../checkpoint/loadCheckpoint.js';
+import { checkOptions } from './checkOptions.js';
 import { JobDefinitionError, WeirError } from './errors.js';
 import { Execution, type ExecutionOptions } from './execution.js';
 import { StateQueries, type KeyPage, type KeyPageOptions, type QueryableStateReader, type QueryOptions } from '../query/stateQueries.js';
 import type { QueryableStateInfo } from '../query/queryableStateRegistry.js';
 import type { RestartStrategy } from './restartStrategy.js';
 import type { CheckpointLock, CheckpointStorage, Key, Scheduler } from './types.js';
+
+const SAVEPOINT_OPTIONS = ['path', 'storage'];
 
 /** Where a savepoint goes. */
 export interface SavepointOptions {
@@ -33,6 +36,8 @@ export interface JobResult {
   readonly restarts: number;
   /** Checkpoints completed by this run, oldest first. */
   readonly checkpoints: readonly CheckpointStats[];
+  /** Every checkpoint of this run as it ended, completed, failed or aborted (see `RunningJob.checkpointHistory`). */
+  readonly checkpointHistory: readonly CheckpointStats[];
   /** The path of the checkpoint the job started from, if it was restored (`running.restoredFrom` has its id too). */
   readonly restoredFrom: string | undefined;
 }
@@ -138,9 +143,19 @@ export class RunningJob implements QueryableStateReader {
     return this.restartCount;
   }
 
-  /** Checkpoints completed by this run, oldest first. */
+  /** Checkpoints (and savepoints) completed by this run, oldest first: each one can be restored from its `path`. */
   get checkpoints(): readonly CheckpointStats[] {
     return this.setup.coordinator?.history ?? [];
+  }
+
+  /**
+   * Every checkpoint and savepoint of this run in the order they ended: completed, and also failed or aborted ones
+   * (timed out, subsumed by a newer one, cancelled), with `status`, `reason` (the message) and `error` (the error's
+   * class name). `checkpoints$` emits the same entries live.
+   * @example running.checkpointHistory.filter((c) => c.status !== 'completed').map((c) => `${c.id}: ${c.reason}`)
+   */
+  get checkpointHistory(): readonly CheckpointStats[] {
+    return this.setup.coordinator?.outcomes ?? [];
   }
 
   /**
@@ -172,6 +187,11 @@ export class RunningJob implements QueryableStateReader {
    */
   savepoint(options: SavepointOptions = {}): Promise<CheckpointStats> {
     const { coordinator, job } = this.setup;
+    try {
+      checkOptions(`job '${job}': savepoint`, options, SAVEPOINT_OPTIONS);
+    } catch (error) {
+      return Promise.reject(error);
+    }
     const target = this.savepointTarget(options);
     if (!coordinator || !target) {
       return Promise.reject(new JobDefinitionError(`job '${job}' has checkpointing off; pass checkpoints: { storage } to createJob to take savepoints`));
@@ -185,6 +205,12 @@ export class RunningJob implements QueryableStateReader {
    * their state is in the savepoint.
    */
   stop(options: { savepoint?: SavepointOptions } = {}): Promise<JobResult> {
+    try {
+      checkOptions(`job '${this.setup.job}': stop`, options, ['savepoint']);
+      checkOptions(`job '${this.setup.job}': stop savepoint`, options.savepoint, SAVEPOINT_OPTIONS);
+    } catch (error) {
+      return Promise.reject(error);
+    }
     if (!this.ended) {
       this.status = 'stopped';
       this.stopSavepoint = options.savepoint ? this.savepointTarget(options.savepoint) : undefined;
@@ -223,7 +249,13 @@ export class RunningJob implements QueryableStateReader {
   }
 
   private result(): JobResult {
-    return { status: this.status, restarts: this.restartCount, checkpoints: this.checkpoints, restoredFrom: this.startedFrom?.path };
+    return {
+      status: this.status,
+      restarts: this.restartCount,
+      checkpoints: this.checkpoints,
+      checkpointHistory: this.checkpointHistory,
+      restoredFrom: this.startedFrom?.path,
+    };
   }
 
   private async run(): Promise<JobResult> {

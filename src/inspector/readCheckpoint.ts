@@ -2,7 +2,9 @@ import { checkStatePayload } from '../checkpoint/checkPayloads.js';
 import { decodeFile } from '../checkpoint/fileFormat.js';
 import { readStored } from '../storage/readStored.js';
 import { checkMetadata } from '../checkpoint/loadCheckpoint.js';
+import { readFailureHistory, type FailedCheckpoint } from '../checkpoint/failureHistory.js';
 import {
+  FAILURE_HISTORY_FILE,
   METADATA_FILE,
   checkpointIdOf,
   isIncremental,
@@ -91,6 +93,13 @@ export interface JobSummary {
   readonly checkpoints: CheckpointSummary[];
   /** Its savepoints under the inspected root, by id. */
   readonly savepoints: CheckpointSummary[];
+  /**
+   * Its recent checkpoints that failed or were aborted, oldest first, with their reasons: they left no directory,
+   * so they come from the job's `_failed_checkpoints` file. Empty when a single checkpoint or savepoint is inspected.
+   */
+  readonly failures: FailedCheckpoint[];
+  /** Why the failure history could not be read (it is then ignored: nothing else depends on it). */
+  readonly failuresError?: string;
 }
 
 /** Files read so far out of all files to read, for progress bars. */
@@ -133,9 +142,13 @@ export async function findCheckpoints(storage: CheckpointStorage, root = ''): Pr
   return found.sort((a, b) => compare(a.job, b.job) || a.id - b.id || compare(a.kind, b.kind) || compare(a.path, b.path));
 }
 
-/** The names of the jobs with checkpoints or savepoints under `root` (see `findCheckpoints`). */
+/**
+ * The names of the jobs with checkpoints or savepoints under `root` (see `findCheckpoints`), and, at the storage's
+ * root, those with only a failure history (every checkpoint failed).
+ */
 export async function listJobs(storage: CheckpointStorage, root = ''): Promise<string[]> {
-  return Array.from(new Set((await findCheckpoints(storage, root)).map((ref) => ref.job)));
+  const refs = await findCheckpoints(storage, root);
+  return Array.from(new Set([...refs.map((ref) => ref.job), ...(root === '' ? await jobsWithFailureHistory(storage, refs) : [])]));
 }
 
 /**
@@ -154,13 +167,35 @@ export async function inspectStorage(
   const total = plan.reduce((sum, { files }) => sum + files.length, 0);
   let done = 0;
   const onFile = (file: string) => options.onProgress?.({ done: ++done, total, file });
-  const summaries = new Map<string, JobSummary>();
-  for (const job of jobs ?? refs.map((ref) => ref.job)) if (!summaries.has(job)) summaries.set(job, { job, checkpoints: [], savepoints: [] });
+  const summaries = new Map<string, JobSummary & { failures: FailedCheckpoint[]; failuresError?: string }>();
+  // A job whose checkpoints all failed has no chk-<id> directory left, only its failure history.
+  const failedOnly = jobs || paths ? [] : await jobsWithFailureHistory(storage, refs);
+  for (const job of jobs ?? [...refs.map((ref) => ref.job), ...failedOnly]) if (!summaries.has(job)) summaries.set(job, { job, checkpoints: [], savepoints: [], failures: [] });
   for (const { ref, files } of plan) {
     const summary = summaries.get(ref.job)!;
     (ref.kind === 'checkpoint' ? summary.checkpoints : summary.savepoints).push(await summarizeCheckpoint(storage, ref, { files, onFile }));
   }
+  if (!paths) {
+    for (const summary of summaries.values()) {
+      try {
+        summary.failures = await readFailureHistory(storage, summary.job);
+      } catch (error) {
+        summary.failuresError = (error as Error).message;
+      }
+    }
+  }
   return Array.from(summaries.values());
+}
+
+/** The jobs under the root with a failure history but no checkpoint or savepoint among `refs`. */
+async function jobsWithFailureHistory(storage: CheckpointStorage, refs: readonly CheckpointRef[]): Promise<string[]> {
+  const known = new Set(refs.map((ref) => ref.job));
+  const found: string[] = [];
+  for (const name of await storage.list('')) {
+    if (known.has(name) || checkpointRefOf(name)) continue;
+    if ((await storage.list(name)).includes(FAILURE_HISTORY_FILE)) found.push(name);
+  }
+  return found;
 }
 
 /**

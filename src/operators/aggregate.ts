@@ -5,7 +5,8 @@ import type { ProcessWindowFunction } from '../windows/windowFunction.js';
 import { WindowedFlow } from '../windows/windowedFlow.js';
 import { rejectWindowOnly, rejectWindowQueryable, windowOperator } from '../windows/windowOperator.js';
 import { keyedOperate } from './keyedOperate.js';
-import type { StatefulOperatorOptions, WindowFunctionOptions } from './reduce.js';
+import { STATEFUL_OPERATOR_OPTIONS, type StatefulOperatorOptions, type WindowFunctionOptions } from './reduce.js';
+import { checkOptions } from '../core/checkOptions.js';
 
 /**
  * Rolling aggregation per key with a Flink AggregateFunction: records are added to the key's accumulator and
@@ -23,6 +24,7 @@ export function aggregate<T, ACC, R, OUT = R>(
   fn: AggregateFunction<T, ACC, R>,
   options: StatefulOperatorOptions<ACC> & WindowFunctionOptions<R, OUT> = {},
 ): (input: KeyedFlow<T>) => Flow<OUT> {
+  checkOptions('aggregate', options, [...STATEFUL_OPERATOR_OPTIONS, 'process']);
   return (input) => {
     if (input instanceof WindowedFlow) {
       rejectWindowQueryable('aggregate', options.queryable);

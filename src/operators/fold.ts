@@ -4,7 +4,8 @@ import { valueState } from '../state/descriptors.js';
 import { JobDefinitionError } from '../core/errors.js';
 import { WindowedFlow } from '../windows/windowedFlow.js';
 import { keyedOperate } from './keyedOperate.js';
-import type { StatefulOperatorOptions } from './reduce.js';
+import { STATEFUL_OPERATOR_OPTIONS, type StatefulOperatorOptions } from './reduce.js';
+import { checkOptions } from '../core/checkOptions.js';
 
 /**
  * Rolling fold per key from a seed (RxJS `scan`, per key): each key starts from its own copy of `seed`, and every
@@ -12,6 +13,7 @@ import type { StatefulOperatorOptions } from './reduce.js';
  * @example clicks.pipe(keyBy((c) => c.user), fold({ n: 0, ms: 0 }, (acc, c) => ({ n: acc.n + 1, ms: acc.ms + c.ms }), { uid: 'totals' }))
  */
 export function fold<T, A>(seed: A, folder: (accumulator: A, value: T) => A, options: StatefulOperatorOptions<A> = {}): (input: KeyedFlow<T>) => Flow<A> {
+  checkOptions('fold', options, STATEFUL_OPERATOR_OPTIONS);
   return (input) => {
     if (input instanceof WindowedFlow) throw new JobDefinitionError('fold after window(…) is not supported (Flink removed window folds); use aggregate');
     return keyedOperate<T, A>(input, 'fold', options.uid, (backend, emit) => {

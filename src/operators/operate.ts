@@ -1,6 +1,7 @@
 import { Observable } from 'rxjs';
 import { CheckpointBarrier, ControlElement, SideOutputElement, Watermark, type StreamElement } from '../core/elements.js';
 import { JobDefinitionError } from '../core/errors.js';
+import { userFunctionFailure } from '../core/userFunctionFailure.js';
 import { Flow, KeyedFlow } from '../core/flow.js';
 import type { TaskContext } from '../core/graph.js';
 import type { AnyStateDescriptor } from '../core/types.js';
@@ -38,8 +39,9 @@ export interface OperatorSpec<T, R> {
 
 /**
  * Adds a one-input operator to the flow's graph. Its runtime is one closure per attempt; every throw from a user
- * function, on any path, is routed to the subscriber's `error` here, once, so that the job's restart strategy sees
- * it (the role RxJS gives OperatorSubscriber).
+ * function, on any path, is routed to the subscriber's `error` here, once, as a `UserFunctionError` naming the
+ * operator, so that the job's restart strategy sees it (the role RxJS gives OperatorSubscriber). Errors from
+ * upstream pass on as they are.
  */
 export function operate<T, R>(input: Flow<T>, spec: OperatorSpec<T, R>): Flow<R> {
   const node = input.graph.add({
@@ -54,11 +56,12 @@ export function operate<T, R>(input: Flow<T>, spec: OperatorSpec<T, R>): Flow<R>
       new Observable<StreamElement<unknown>>((subscriber) => {
         let handler: OperatorHandler<T> | undefined;
         const emit = (value: R) => subscriber.next(value);
-        const fail = (error: unknown) => subscriber.error(error);
+        // The one way a throw of this operator's functions fails the attempt: named after the operator.
+        const fail = (error: unknown) => subscriber.error(userFunctionFailure(error, { job: task.job, uid: task.uid, operator: spec.kind }));
         try {
           handler = spec.setup(task, emit, fail);
         } catch (error) {
-          subscriber.error(error);
+          fail(error);
           return;
         }
         const active = handler;
@@ -75,7 +78,7 @@ export function operate<T, R>(input: Flow<T>, spec: OperatorSpec<T, R>): Flow<R>
               } else if (element instanceof SideOutputElement) active.onSideOutput?.(element);
               else subscriber.next(element);
             } catch (error) {
-              subscriber.error(error);
+              fail(error);
             }
           },
           error: (error) => subscriber.error(error),
@@ -83,7 +86,7 @@ export function operate<T, R>(input: Flow<T>, spec: OperatorSpec<T, R>): Flow<R>
             try {
               active.onComplete?.();
             } catch (error) {
-              subscriber.error(error);
+              fail(error);
               return;
             }
             subscriber.complete();

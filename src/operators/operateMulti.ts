@@ -2,6 +2,7 @@ import { Observable } from 'rxjs';
 import { BarrierAligner } from '../checkpoint/barrierAligner.js';
 import { CancelCheckpointMarker, Watermark, WATERMARK_ACTIVE, WATERMARK_IDLE, type StreamElement } from '../core/elements.js';
 import { JobDefinitionError } from '../core/errors.js';
+import { userFunctionFailure } from '../core/userFunctionFailure.js';
 import { Flow } from '../core/flow.js';
 import type { KeySelector, TaskContext } from '../core/graph.js';
 import type { AnyStateDescriptor, Json, KeyedSnapshot, KeyedStateBackend } from '../core/types.js';
@@ -57,13 +58,14 @@ export function operateMulti<R>(inputs: Flow<unknown>[], spec: MultiInputSpec<R>
       new Observable<StreamElement<unknown>>((subscriber) => {
         const record = task.record;
         const emit = (value: R) => subscriber.next(value);
-        const fail = (error: unknown) => subscriber.error(error);
+        // The one way a throw of this operator's functions fails the attempt: named after the operator (as in `operate`).
+        const fail = (error: unknown) => subscriber.error(userFunctionFailure(error, { job: task.job, uid: task.uid, operator: spec.kind }));
         const backend = keyed ? task.keyedBackend() : undefined;
         let handler: MultiInputHandler;
         try {
           handler = spec.setup(task, emit, fail, backend);
         } catch (error) {
-          subscriber.error(error);
+          fail(error);
           return;
         }
         const deliver = (input: number, value: unknown, timestamp: number | undefined) => {
@@ -104,7 +106,10 @@ export function operateMulti<R>(inputs: Flow<unknown>[], spec: MultiInputSpec<R>
                 alignment,
               );
             },
-            cancelled: (id) => subscriber.next(new CancelCheckpointMarker(id)),
+            cancelled(id, reason, by) {
+              if (reason === 'subsumed' && by !== undefined) task.decline(id, by);
+              subscriber.next(new CancelCheckpointMarker(id));
+            },
             watermark(timestamp) {
               task.watermark.current = timestamp;
               handler.onWatermark?.(timestamp);
@@ -124,7 +129,7 @@ export function operateMulti<R>(inputs: Flow<unknown>[], spec: MultiInputSpec<R>
               try {
                 deliver(input, records.decode(value, 1), timestamp ?? undefined);
               } catch (error) {
-                subscriber.error(error);
+                fail(error);
               }
             }
           });
@@ -135,7 +140,7 @@ export function operateMulti<R>(inputs: Flow<unknown>[], spec: MultiInputSpec<R>
               try {
                 aligner.push(input, element, record.current);
               } catch (error) {
-                subscriber.error(error);
+                fail(error);
               }
             },
             error: (error) => subscriber.error(error),

@@ -12,6 +12,7 @@ import { windowOperator } from '../windows/windowOperator.js';
 import { checkParallelism, checkStates, keyedOperate } from './keyedOperate.js';
 import { operate } from './operate.js';
 import type { OutputTag } from './sideOutput.js';
+import { checkOptions } from '../core/checkOptions.js';
 
 /** Timers of a keyed process function, scoped to the current key (Flink's TimerService). */
 export interface Timers {
@@ -97,6 +98,7 @@ export interface ProcessOptions {
 export function process<T, R>(fn: ProcessWindowFunction<T, R>, options?: ProcessOptions): (input: WindowedFlow<T>) => Flow<R>;
 export function process<T, R>(fn: ProcessFunction<T, R>, options?: ProcessOptions): (input: Flow<T>) => Flow<R>;
 export function process<T, R>(fn: ProcessFunction<T, R> | ProcessWindowFunction<T, R>, options: ProcessOptions = {}): (input: Flow<T>) => Flow<R> {
+  checkOptions('process', options, ['uid', 'parallelism', 'states']);
   return (input) => {
     const states = checkStates('process', options.states, input instanceof KeyedFlow && !(input instanceof WindowedFlow));
     if (input instanceof WindowedFlow) {

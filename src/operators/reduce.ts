@@ -5,6 +5,7 @@ import type { ProcessWindowFunction } from '../windows/windowFunction.js';
 import { WindowedFlow } from '../windows/windowedFlow.js';
 import { rejectWindowOnly, rejectWindowQueryable, windowOperator } from '../windows/windowOperator.js';
 import { keyedOperate } from './keyedOperate.js';
+import { checkOptions } from '../core/checkOptions.js';
 
 export interface StatefulOperatorOptions<S> {
   /** Identifies the operator's state in checkpoints; keep it stable across versions of the job. */
@@ -21,6 +22,9 @@ export interface StatefulOperatorOptions<S> {
   queryable?: string;
 }
 
+/** The names `StatefulOperatorOptions` takes (checked in plain JS too). */
+export const STATEFUL_OPERATOR_OPTIONS = ['uid', 'serializer', 'parallelism', 'queryable'];
+
 /** Options of window functions: a ProcessWindowFunction that receives the pre-aggregated result with its window. */
 export interface WindowFunctionOptions<A, R> {
   process?: ProcessWindowFunction<A, R>;
@@ -36,6 +40,7 @@ export function reduce<T, R = T>(
   reducer: (accumulated: T, value: T) => T,
   options: StatefulOperatorOptions<T> & WindowFunctionOptions<T, R> = {},
 ): (input: KeyedFlow<T>) => Flow<R> {
+  checkOptions('reduce', options, [...STATEFUL_OPERATOR_OPTIONS, 'process']);
   return (input) => {
     if (input instanceof WindowedFlow) {
       rejectWindowQueryable('reduce', options.queryable);

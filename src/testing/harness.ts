@@ -12,7 +12,7 @@ import {
   type RecordTimestamp,
   type StreamElement,
 } from '../core/elements.js';
-import { JobDefinitionError, WeirError } from '../core/errors.js';
+import { JobDefinitionError, UserFunctionError, WeirError } from '../core/errors.js';
 import { Execution } from '../core/execution.js';
 import { Flow } from '../core/flow.js';
 import type { GraphNode } from '../core/graph.js';
@@ -208,7 +208,7 @@ export class Harness<I, R> {
       restored,
       restoringAtStart: restored !== undefined,
     });
-    this.execution.done.catch((error: unknown) => (this.failure ??= { error }));
+    this.execution.done.catch((error: unknown) => (this.failure ??= { error: thrown(error) }));
     await this.execution.start();
     this.check();
   }
@@ -530,8 +530,8 @@ export class Harness<I, R> {
           subscriber.next(element);
         },
         error: (error) => {
-          this.failure ??= { error };
-          subscriber.error(error);
+          this.failure ??= { error: thrown(error) };
+          subscriber.error(thrown(error));
         },
         complete: () => subscriber.complete(),
       }),
@@ -603,4 +603,12 @@ function describe(value: unknown): string {
   } catch {
     return String(value);
   }
+}
+
+/**
+ * What a fragment's function threw, as it threw it: a job wraps it in a `UserFunctionError` naming the operator, a
+ * harness tests one fragment, so it rethrows (and marble diagrams show) the value itself, as RxJS's TestScheduler does.
+ */
+function thrown(error: unknown): unknown {
+  return error instanceof UserFunctionError ? error.cause : error;
 }

@@ -3,6 +3,7 @@ import type { KeyedFlow } from '../core/flow.js';
 import { requireKeyed } from '../operators/operate.js';
 import { WindowedFlow } from './windowedFlow.js';
 import type { Trigger, WindowAssigner } from './windowTypes.js';
+import { checkOptions } from '../core/checkOptions.js';
 
 export interface WindowOptions {
   /** Replaces the assigner's default trigger (event-time or processing-time end of window; never for global). */
@@ -21,6 +22,7 @@ export interface WindowOptions {
  *   window(tumbling(60_000), { allowedLateness: 10_000 }), aggregate(countClicks, { uid: 'per-minute' }))
  */
 export function window<T>(assigner: WindowAssigner, options: WindowOptions = {}): (input: KeyedFlow<T>) => WindowedFlow<T> {
+  checkOptions('window', options, ['trigger', 'allowedLateness']);
   return (input) => {
     const keyed = requireKeyed(input, `window(${assigner.name})`);
     const allowedLateness = options.allowedLateness ?? 0;

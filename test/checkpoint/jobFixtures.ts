@@ -92,6 +92,14 @@ export function skippingScheduler(): SchedulerLike & { delays: number[] } {
   };
 }
 
+/**
+ * What a job fails with when a user function of operator `uid` threw `cause`: a UserFunctionError naming the
+ * operator and the job, with the thrown error as its cause.
+ */
+export function userFunctionError(uid: string, cause: unknown, job = 'sums') {
+  return expect.objectContaining({ name: 'UserFunctionError', uid, job, cause, message: expect.stringContaining(`operator '${uid}'`) });
+}
+
 /** A map that counts the readings it sees by index and throws on reading `at` while `shouldThrow()` says so. */
 export function failingAt(at: number, shouldThrow: () => boolean, error: Error) {
   const seen = new Map<number, number>();

@@ -2,9 +2,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { JobDefinitionError, collect, createJob, forEach, fromArray, map, memoryCheckpointStorage, type CheckpointStorage, type Flow } from 'weir';
+import { JobDefinitionError, collect, createJob, fromArray, map, memoryCheckpointStorage, type CheckpointStorage, type Flow } from 'weir';
 import { fsCheckpointStorage } from 'weir/node';
-import { expectedSums, failingAt, list, pausableSource, readings, restartFromLatestCheckpoint, skippingScheduler, sumsJob, type Reading } from './fixtures';
+import { expectedSums, failingAt, list, pausableSource, readings, restartFromLatestCheckpoint, skippingScheduler, sumsJob, userFunctionError, type Reading } from './fixtures';
 
 describe('restart strategies', () => {
   let dir: string;
@@ -34,7 +34,7 @@ describe('restart strategies', () => {
     expect(out.values).toEqual(expectedSums);
   });
 
-  it('fixed-delay: fails with the original error after the last attempt, completed checkpoints intact', async () => {
+  it('fixed-delay: fails with the original error (as the cause) after the last attempt, completed checkpoints intact', async () => {
     const storage = fsCheckpointStorage(dir);
     const original = new Error('always broken');
     const failing = failingAt(70, () => true, original);
@@ -50,7 +50,7 @@ describe('restart strategies', () => {
     const chk = await running.checkpoint();
     paused.release(50);
 
-    await expect(running.done).rejects.toBe(original);
+    await expect(running.done).rejects.toEqual(userFunctionError('map-1', original));
     expect(failing.throws()).toBe(3);
     expect(out.values).toEqual(expectedSums.slice(0, 50));
     expect(await list(join(dir, 'sums'))).toEqual(['chk-1']);
@@ -75,7 +75,7 @@ describe('restart strategies', () => {
       undefined,
       failing.between,
     );
-    await expect(job.start().done).rejects.toBe(original);
+    await expect(job.start().done).rejects.toEqual(userFunctionError('map-1', original));
     expect(scheduler.delays).toEqual([1_000, 3_000, 5_000, 5_000]);
     expect(failing.throws()).toBe(5);
   });
@@ -85,7 +85,7 @@ describe('restart strategies', () => {
     let failures = 0;
     const failing = failingAt(3, () => failures++ === 0, original);
     const { job, out } = sumsJob({ checkpoints: {}, restart: { strategy: 'none' } }, fromArray(readings), undefined, failing.between);
-    await expect(job.start().done).rejects.toBe(original);
+    await expect(job.start().done).rejects.toEqual(userFunctionError('map-1', original));
     expect(failing.throws()).toBe(1);
     expect(out.values).toEqual([]);
   });
@@ -95,7 +95,7 @@ describe('restart strategies', () => {
     let failures = 0;
     const failing = failingAt(3, () => failures++ === 0, original);
     const { job } = sumsJob({}, fromArray(readings), undefined, failing.between);
-    await expect(job.start().done).rejects.toBe(original);
+    await expect(job.start().done).rejects.toEqual(userFunctionError('map-1', original));
   });
 
   it('publishes nothing twice when the final checkpoint fails and the job restarts', async () => {
@@ -152,9 +152,7 @@ describe('restart strategies', () => {
     ['fixed-delay with negative attempts', { strategy: 'fixed-delay', attempts: -1 }],
     ['exponential-delay with a multiplier below 1', { strategy: 'exponential-delay', multiplier: 0.5 }],
   ] as const)('rejects %s with JobDefinitionError', (_what, restart) => {
-    const job = createJob({ name: 'bad-restart', restart });
-    job.source(fromArray([1]), { uid: 'in' }).pipe(forEach(() => undefined));
-    expect(() => job.start()).toThrow(JobDefinitionError);
+    expect(() => createJob({ name: 'bad-restart', restart })).toThrow(JobDefinitionError);
   });
 
   it('restarts a job without checkpointing from scratch, output exactly once', async () => {

@@ -59,7 +59,10 @@ describe('fromAsyncIterable', () => {
       yield 1;
       throw broken;
     }
-    await expect(collectAll(fromAsyncIterable({ [Symbol.asyncIterator]: failing }))).rejects.toBe(broken);
+    // The source's iterator is user code: the error names the source, with the thrown one as its cause.
+    await expect(collectAll(fromAsyncIterable({ [Symbol.asyncIterator]: failing }))).rejects.toEqual(
+      expect.objectContaining({ name: 'UserFunctionError', uid: 'in', job: 'sources', cause: broken }),
+    );
   });
 });
 
@@ -78,7 +81,7 @@ describe('fromObservable', () => {
 
   it('fails the job with the observable’s error', async () => {
     const broken = new Error('broken stream');
-    await expect(collectAll(fromObservable(throwError(() => broken)))).rejects.toBe(broken);
+    await expect(collectAll(fromObservable(throwError(() => broken)))).rejects.toEqual(expect.objectContaining({ uid: 'in', cause: broken }));
   });
 
   it('is not replayable', () => {

@@ -100,8 +100,9 @@ export function renderReport(root: string, jobs: JobSummary[]): string {
   const lines: string[] = [`checkpoints and savepoints in ${root}`];
   if (jobs.length === 0) lines.push('', 'no jobs found (a job directory holds chk-<id> directories; savepoints are savepoint-<job>-<id>-<random> directories)');
   for (const summary of jobs) {
-    const { job, checkpoints, savepoints } = summary;
-    lines.push('', `job ${job}: ${plural(checkpoints.length, 'checkpoint')}, ${plural(savepoints.length, 'savepoint')}`);
+    const { job, checkpoints, savepoints, failures, failuresError } = summary;
+    const failed = failures.length > 0 ? `, ${failures.length} recently failed or aborted` : '';
+    lines.push('', `job ${job}: ${plural(checkpoints.length, 'checkpoint')}, ${plural(savepoints.length, 'savepoint')}${failed}`);
     const all = checkpointHistory(summary);
     lines.push(
       ...indent(
@@ -119,6 +120,14 @@ export function renderReport(root: string, jobs: JobSummary[]): string {
         ),
       ),
     );
+    // Failed checkpoints left no directory: the job's failure history says what happened to them.
+    if (failures.length > 0) {
+      lines.push('', `failed and aborted ${failures.length === 1 ? 'checkpoint' : 'checkpoints'} (the most recent, from ${job}/_failed_checkpoints):`);
+      for (const f of failures) {
+        lines.push(`  ${f.kind} ${f.id} ${f.status} at ${formatTime(f.timestamp)} after ${f.durationMs} ms${f.final ? ' (final)' : ''}: ${f.error}: ${f.reason}`);
+      }
+    }
+    if (failuresError) lines.push('', `failure history ignored: ${failuresError}`);
     for (const checkpoint of all) lines.push('', ...renderCheckpoint(checkpoint));
   }
   return `${lines.join('\n')}\n`;
