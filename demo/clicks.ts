@@ -166,10 +166,10 @@ async function main(): Promise<void> {
   );
 
   console.log('\nCheckpoints (fs storage, every 200 ms, retain: 3, full):\n');
-  const checkpoints = result.checkpoints;
+  const checkpoints = result.checkpointHistory;
   // Full checkpoints persist the whole state, so the bytes written are its size; with incremental checkpoints a
   // delta writes less than the state it restores, and the table shows both. Checkpoints that did not complete
-  // (when the history lists them) get a status column.
+  // (aborted by the crash, say) get a status column and their reason.
   const columns: { name: string; value: (c: CheckpointStats) => string | number; shown?: boolean }[] = [
     { name: 'id', value: (c) => c.id },
     { name: 'status', value: (c) => c.status, shown: checkpoints.some((c) => c.status !== 'completed') },
