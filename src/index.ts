@@ -2,7 +2,7 @@
 // state, checkpoints. Node-only parts are in 'weir/node', browser-only parts in 'weir/browser'.
 export { createJob, Job, type JobOptions, type CheckpointOptions, type StartOptions } from './core/job.js';
 export { Flow, KeyedFlow } from './core/flow.js';
-export type { RunningJob, JobResult, SavepointOptions } from './core/runningJob.js';
+export type { RunningJob, JobResult, RestoredCheckpoint, SavepointOptions } from './core/runningJob.js';
 export type { RestartStrategyOptions } from './core/restartStrategy.js';
 export type { CheckpointStats } from './checkpoint/checkpointStats.js';
 export * from './core/errors.js';

@@ -28,6 +28,14 @@ export interface JobResult {
   readonly restoredFrom: string | undefined;
 }
 
+/** What an attempt of a job restored from (Flink's "latest restored checkpoint"). */
+export interface RestoredCheckpoint {
+  readonly id: number;
+  readonly kind: 'checkpoint' | 'savepoint';
+  /** Where it is: what `restore` was given, or the retained checkpoint a restart picked. */
+  readonly path: string;
+}
+
 export interface RunSetup {
   job: string;
   scheduler: Scheduler;
@@ -57,6 +65,7 @@ export class RunningJob implements QueryableStateReader {
   private status = 'finished' as JobResult['status'];
   private restartCount = 0;
   private restoredFrom: string | undefined;
+  private latestRestored: RestoredCheckpoint | undefined;
   private ended = false;
   private cancelRestartDelay: (() => void) | undefined;
   private stopSavepoint: SavepointTarget | undefined;
@@ -111,6 +120,16 @@ export class RunningJob implements QueryableStateReader {
   /** Restarts so far. */
   get restarts(): number {
     return this.restartCount;
+  }
+
+  /**
+   * What the current attempt restored from: the checkpoint or savepoint the job started from, then, after each
+   * restart, the checkpoint the restart restored (undefined while the attempt started fresh). `JobResult.restoredFrom`
+   * keeps naming where the job started.
+   * @example running.restored   // → { id: 7, kind: 'checkpoint', path: 'clicks/chk-7' } after a restart
+   */
+  get restored(): RestoredCheckpoint | undefined {
+    return this.latestRestored;
   }
 
   /** Checkpoints completed by this run, oldest first. */
@@ -211,6 +230,7 @@ export class RunningJob implements QueryableStateReader {
       this.restoredFrom = startedFrom?.path;
       let restored = startedFrom;
       for (;;) {
+        this.latestRestored = restored && { id: restored.metadata.id, kind: restored.metadata.kind, path: restored.path };
         const execution = new Execution({ ...setup.execution, restored, restoringAtStart: restored === startedFrom && this.restartCount === 0 });
         this.execution = execution;
         try {
