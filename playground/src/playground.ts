@@ -240,6 +240,12 @@ function renderStatus() {
 async function verify() {
   const box = $('verify');
   const current = run;
+  if (status === 'failed') {
+    // A job that did not start (or stopped on an error in its code) has no state to check.
+    box.className = 'verify';
+    box.textContent = '';
+    return;
+  }
   if (!current?.verification || !expected) {
     box.className = 'verify';
     box.textContent = current ? 'This job declares no ctx.verify check.' : '';
