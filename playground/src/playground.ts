@@ -207,6 +207,7 @@ function reportAttempts(current: PlaygroundRun) {
   if (attempts === 1) {
     if (restored?.kind === 'savepoint') addOutput(`⏮ restored from savepoint ${restored.path}`, 'restart');
     else if (restored) addOutput(`⏮ resumed from checkpoint #${restored.id}`, 'restart');
+    if (dropped) addOutput(`⚠ ${dropped}: restored without that state (allowNonRestoredState)`, 'restart');
   } else {
     addOutput(`⟲ restart ${attempts - 1}: restored ${what}; output after it is replayed (forEach is at-least-once), state is exactly-once`, 'restart');
   }

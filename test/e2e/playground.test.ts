@@ -249,6 +249,7 @@ describe.skipIf(!chromiumPath)('playground (Chromium)', { timeout: 5 * WAIT }, (
       await waitField(page, 'status', (text) => text === 'running');
       await waitField(page, 'restored', (text) => /^checkpoint #\d+ \(IndexedDB\), state of removed operators dropped$/.test(text));
       expect(await error.isHidden()).toBe(true);
+      expect(await page.locator('#output li.restart', { hasText: "does not have: 'word-count': restored without that state" }).count()).toBe(1);
       await setRate(page, 50);
       await offsetAbove(page, (await offset(page)) + 20);
       await hold(page);
