@@ -43,6 +43,10 @@ export interface GeneratorControl {
   rate: number;
   /** The offset of the reader of the current attempt: records handed to the job so far. */
   offset: number;
+  /** True once the reader has seen a rate of 0: from then on no record comes until the rate goes up again. */
+  paused: boolean;
+  /** The offset each attempt's reader opened at, in order: one entry per attempt that has restored and started reading. */
+  opened: number[];
 }
 
 /**
@@ -59,12 +63,15 @@ export function generatedSource(control: GeneratorControl): Source<PlaygroundEve
       let credit = 0;
       let last = performance.now();
       control.offset = next;
+      control.opened.push(next);
       return {
         read(max) {
           const now = performance.now();
-          // Credit accrues with time at the current rate, capped so that a pause is not followed by a burst.
-          credit = Math.min(credit + ((now - last) / 1000) * control.rate, Math.max(1, control.rate / 4));
+          // Credit accrues with time at the current rate, capped so that a pause is not followed by a burst; a rate
+          // of 0 pauses at once, credit left over included.
+          credit = control.rate > 0 ? Math.min(credit + ((now - last) / 1000) * control.rate, Math.max(1, control.rate / 4)) : 0;
           last = now;
+          control.paused = control.rate <= 0;
           const n = Math.min(max, Math.floor(credit));
           if (n === 0) return new Promise((resolve) => setTimeout(() => resolve([]), 25));
           credit -= n;

@@ -64,10 +64,12 @@ export function startRun(options: {
   storage: CheckpointStorage;
   rate: number;
   restore: StartOptions['restore'];
+  /** Restore even when the checkpoint holds state of operators the code no longer has (that state is dropped). */
+  allowNonRestoredState?: boolean;
   hooks: HarnessHooks;
 }): PlaygroundRun {
   const userErrors: unknown[] = [];
-  const control: GeneratorControl = { rate: options.rate, offset: 0 };
+  const control: GeneratorControl = { rate: options.rate, offset: 0, paused: false, opened: [] };
   let crashArmed = false;
   let outputs = 0;
   let input: Flow<PlaygroundEvent> | undefined;
@@ -117,7 +119,7 @@ export function startRun(options: {
   } catch (error) {
     throw new UserCodeError(`${(error as Error).name}: ${(error as Error).message}`, lineOf(error), { cause: error });
   }
-  const running = job.start({ restore: options.restore });
+  const running = job.start({ restore: options.restore, allowNonRestoredState: options.allowNonRestoredState });
   return {
     running,
     control,

@@ -1,4 +1,4 @@
-import { indexedDbCheckpointStorage, type CheckpointStats, type StartOptions } from 'weir/browser';
+import { indexedDbCheckpointStorage, NonRestoredStateError, type CheckpointStats, type StartOptions } from 'weir/browser';
 import { inspectStorage } from '../../src/inspector/readCheckpoint';
 import { createEditor, syntaxErrorPosition } from './editor';
 import { EXAMPLES, type Example } from './examples';
@@ -28,19 +28,49 @@ const editor = createEditor($('editor'), localStorage.getItem(saved('code', exam
 });
 const timeline = createTimeline($('timeline'));
 
+/** The live run; `shown` is the run the status panel describes, kept after it ended. */
 let run: PlaygroundRun | undefined;
+let shown: PlaygroundRun | undefined;
 let status = 'idle';
 let seenRestarts = 0;
+/** Attempts of the live run whose restore has been reported (output line and chart marker). */
+let seenAttempts = 0;
 let checkpoints: TimelinePoint[] = [];
 let lastCheckpoint: CheckpointStats | undefined;
 let expected: ((offset: number) => number) | undefined;
 let subscription: { unsubscribe(): void } | undefined;
-let restoredFrom: string | undefined;
+/** Set when the live run was started with allowNonRestoredState: what the checkpoint held that the job dropped. */
+let dropped: string | undefined;
 
-function showError(message: string, line?: number) {
+function showError(message: string, line?: number, action?: { id: string; label: string; run: () => void }) {
   errorBox.hidden = false;
-  errorBox.textContent = line === undefined ? message : `line ${line}: ${message}`;
+  errorBox.replaceChildren(el('span', line === undefined ? message : `line ${line}: ${message}`));
+  if (action) {
+    const button = el('button', action.label);
+    button.id = action.id;
+    button.addEventListener('click', action.run);
+    const actions = el('div', undefined, 'error-actions');
+    actions.append(button);
+    errorBox.append(actions);
+  }
   editor.markError(line ?? null);
+}
+
+/**
+ * The engine's advice for a NonRestoredStateError is an API option; here it becomes a button that starts the job the
+ * same way with `allowNonRestoredState: true`, and the message says what the page offers instead.
+ */
+function showNonRestoredState(error: NonRestoredStateError, restore: StartOptions['restore']) {
+  const what = error.message.split('; ')[0]!;
+  showError(
+    `${what}.\nGive those operators their uids back in the editor and press Run, or restore without their state (Reset state starts from nothing):`,
+    undefined,
+    {
+      id: 'allow-non-restored',
+      label: 'Restore, dropping state of removed operators',
+      run: () => void start(restore, { dropping: what }),
+    },
+  );
 }
 
 function clearError() {
@@ -57,8 +87,10 @@ function addOutput(text: string, className?: string) {
 async function endRun(how: 'cancel' | 'stop' = 'cancel') {
   const current = run;
   run = undefined;
-  subscription?.unsubscribe();
+  // Unsubscribed once the run ended: a stop's final checkpoint is still charted.
   if (current) await (how === 'stop' ? current.running.stop() : current.running.cancel()).catch(() => undefined);
+  subscription?.unsubscribe();
+  subscription = undefined;
 }
 
 /** Seeds the timeline with the retained checkpoints of the job (after a reload, say). */
@@ -75,19 +107,31 @@ async function loadHistory(jobName: string) {
   renderCheckpointTable();
 }
 
-async function start(restore: StartOptions['restore'] = 'latest') {
+const newestCheckpoint = () => checkpoints.reduce((max, c) => Math.max(max, c.id), 0);
+
+/** Starts the example's code; `dropping` (the state the checkpoint holds for removed operators) allows dropping it. */
+async function start(restore: StartOptions['restore'] = 'latest', options: { dropping?: string } = {}) {
   await endRun();
   clearError();
   outputList.replaceChildren();
   seenRestarts = 0;
+  seenAttempts = 0;
   lastCheckpoint = undefined;
+  dropped = options.dropping;
+  shown = undefined;
   await loadHistory(example.id);
-  const newest = checkpoints.reduce((max, c) => Math.max(max, c.id), 0);
-  restoredFrom = typeof restore === 'object' ? `savepoint ${restore.savepoint}` : newest > 0 ? `checkpoint #${newest} (IndexedDB)` : 'nothing (fresh start)';
   const code = editor.getCode();
   const syntax = syntaxErrorPosition(code);
   try {
-    run = startRun({ code, jobName: example.id, storage, rate: Number(rate.value), restore, hooks: { onOutput: (record) => addOutput(formatValue(record)) } });
+    run = startRun({
+      code,
+      jobName: example.id,
+      storage,
+      rate: Number(rate.value),
+      restore,
+      allowNonRestoredState: dropped !== undefined,
+      hooks: { onOutput: (record) => addOutput(formatValue(record)) },
+    });
   } catch (error) {
     status = 'error';
     if (error instanceof UserCodeError) {
@@ -98,10 +142,13 @@ async function start(restore: StartOptions['restore'] = 'latest') {
     return;
   }
   const current = run;
+  shown = current;
   status = 'running';
   expected = current.verification ? expectedSums(current.verification.perRecord) : undefined;
+  const job = example.id;
   subscription = current.running.checkpoints$.subscribe((stats) => {
-    if (stats.status !== 'completed' || stats.kind !== 'checkpoint') return;
+    // A stopping run's final checkpoint still counts; not once another example is shown.
+    if (stats.status !== 'completed' || stats.kind !== 'checkpoint' || example.id !== job) return;
     lastCheckpoint = stats;
     checkpoints = [...checkpoints.filter((c) => c.id !== stats.id), { id: stats.id, durationMs: stats.durationMs, bytes: stats.bytes }].slice(-60);
     timeline.update(checkpoints);
@@ -115,7 +162,8 @@ async function start(restore: StartOptions['restore'] = 'latest') {
     (error: unknown) => {
       if (run !== current) return;
       status = 'failed';
-      showError(`the job failed: ${(error as Error).message}`);
+      if (error instanceof NonRestoredStateError) showNonRestoredState(error, restore);
+      else showError(`the job failed: ${(error as Error).message}`);
       renderStatus();
     },
   );
@@ -135,15 +183,47 @@ function renderCheckpointTable() {
   $('timeline-table').replaceChildren(table);
 }
 
+/** Where the current attempt of a run restored from, as the job reports it (`running.restoredFrom`). */
+function restoredText(current: PlaygroundRun): string {
+  if (current.control.opened.length <= current.running.restarts) {
+    if (status !== 'running') return '-';
+    return current.running.restarts > 0 ? 'restarting…' : 'starting…';
+  }
+  const restored = current.running.restoredFrom;
+  if (!restored) return 'fresh start';
+  const where = restored.kind === 'savepoint' ? `savepoint ${restored.path}` : `checkpoint #${restored.id} (IndexedDB)`;
+  return dropped && current.running.restarts === 0 ? `${where}, state of removed operators dropped` : where;
+}
+
+/** Reports each attempt once its reader opened (so it has restored): an output line and a marker on the chart. */
+function reportAttempts(current: PlaygroundRun) {
+  const attempts = current.control.opened.length;
+  if (attempts <= seenAttempts || attempts <= current.running.restarts) return;
+  seenAttempts = attempts;
+  const restored = current.running.restoredFrom;
+  const what = restored ? `${restored.kind} #${restored.id}` : 'nothing';
+  if (restored) timeline.mark({ kind: 'restore', at: restored.id, label: `⟲ restored #${restored.id}` });
+  else if (attempts > 1) timeline.mark({ kind: 'restore', at: 0, label: '⟲ restarted from nothing' });
+  if (attempts === 1) {
+    if (restored?.kind === 'savepoint') addOutput(`⏮ restored from savepoint ${restored.path}`, 'restart');
+    else if (restored) addOutput(`⏮ resumed from checkpoint #${restored.id}`, 'restart');
+    if (dropped) addOutput(`⚠ ${dropped}: restored without that state (allowNonRestoredState)`, 'restart');
+  } else {
+    addOutput(`⟲ restart ${attempts - 1}: restored ${what}; output after it is replayed (forEach is at-least-once), state is exactly-once`, 'restart');
+  }
+}
+
 function renderStatus() {
   const dl = $('status');
+  const current = shown;
   const items: [string, string, string][] = [
     ['job', example.id, 'job'],
     ['status', status, 'status'],
-    ['records read', String(run?.control.offset ?? 0), 'offset'],
-    ['restarts', String(run?.running.restarts ?? 0), 'restarts'],
-    ['crashes injected', String(run?.crashes ?? 0), 'crashes'],
-    ['restored from', run ? (restoredFrom ?? '-') : '-', 'restored'],
+    ['input', current ? (current.control.paused ? 'paused' : `${current.control.rate}/s`) : '-', 'input'],
+    ['records read', String(current?.control.offset ?? 0), 'offset'],
+    ['restarts', String(current?.running.restarts ?? 0), 'restarts'],
+    ['crashes injected', String(current?.crashes ?? 0), 'crashes'],
+    ['restored from', current ? restoredText(current) : '-', 'restored'],
     ['last checkpoint', lastCheckpoint ? `#${lastCheckpoint.id}, ${lastCheckpoint.durationMs} ms, ${formatBytes(lastCheckpoint.bytes)}` : '-', 'last-checkpoint'],
     ['savepoint', localStorage.getItem(saved('savepoint', example.id)) ?? '-', 'savepoint'],
   ];
@@ -161,6 +241,12 @@ function renderStatus() {
 async function verify() {
   const box = $('verify');
   const current = run;
+  if (status === 'failed') {
+    // A job that did not start (or stopped on an error in its code) has no state to check.
+    box.className = 'verify';
+    box.textContent = '';
+    return;
+  }
   if (!current?.verification || !expected) {
     box.className = 'verify';
     box.textContent = current ? 'This job declares no ctx.verify check.' : '';
@@ -179,9 +265,18 @@ async function verify() {
         cursor = page.cursor;
       } while (cursor);
       if (current.control.offset !== before) continue;
-      const want = expected(before);
-      box.className = `verify ${sum === want ? 'ok' : 'bad'}`;
+      box.dataset.offset = String(before);
       box.dataset.actual = String(sum);
+      const want = expected(before);
+      // A restore that dropped the state of removed operators: a renamed operator counts from the restored offset.
+      const from = current.control.opened[0] ?? 0;
+      if (dropped !== undefined && sum !== want && sum === want - expected(from)) {
+        box.className = 'verify ok';
+        box.dataset.expected = String(want - expected(from));
+        box.textContent = `✔ exactly once since the restore that dropped state (record ${from}): Σ '${state}' = ${sum}; expected from records ${from} to ${before} = ${want - expected(from)}`;
+        return;
+      }
+      box.className = `verify ${sum === want ? 'ok' : 'bad'}`;
       box.dataset.expected = String(want);
       box.textContent = `${sum === want ? '✔ exactly once' : '✘ mismatch'}: Σ '${state}' = ${sum}; expected from the ${before} records read = ${want}`;
       return;
@@ -231,9 +326,14 @@ setInterval(() => {
       status = 'failed';
       void endRun();
       showError(`${(error as Error).name}: ${(error as Error).message} (in a function of your job)`, lineOf(error));
-    } else if (current.running.restarts > seenRestarts) {
-      seenRestarts = current.running.restarts;
-      addOutput(`⟲ restart ${seenRestarts}: restored ${lastCheckpoint ? `checkpoint #${lastCheckpoint.id}` : 'the starting point'}; output after it is replayed (forEach is at-least-once), state is exactly-once`, 'restart');
+    } else {
+      if (current.running.restarts > seenRestarts) {
+        seenRestarts = current.running.restarts;
+        // The failure came after the newest completed checkpoint: drawn between it and the next.
+        const after = newestCheckpoint();
+        timeline.mark({ kind: 'crash', at: after + 0.5, label: `💥 ${current.crashes >= seenRestarts ? 'crash' : 'failure'} after #${after}` });
+      }
+      reportAttempts(current);
     }
   }
   renderStatus();
@@ -246,6 +346,8 @@ select.addEventListener('change', () => {
   localStorage.setItem('weir-playground:example', example.id);
   editor.setCode(localStorage.getItem(saved('code', example.id)) ?? example.code);
   $('example-doc').textContent = example.doc;
+  // Another job: its own checkpoint ids and markers, on a chart built anew.
+  timeline.reset();
   void start();
 });
 rate.addEventListener('input', () => {
@@ -255,9 +357,12 @@ rate.addEventListener('input', () => {
 });
 $('run').addEventListener('click', () => void start());
 $('stop').addEventListener('click', () => {
+  if (!run) return;
   status = 'stopping';
+  renderStatus();
   void endRun('stop').then(() => {
     status = 'stopped';
+    renderStatus();
   });
 });
 $('crash').addEventListener('click', () => {
@@ -270,6 +375,8 @@ $('savepoint').addEventListener('click', async () => {
   try {
     const stats = await run.running.savepoint({ path: 'savepoints' });
     localStorage.setItem(saved('savepoint', example.id), stats.path);
+    timeline.mark({ kind: 'savepoint', at: stats.id, label: `💾 savepoint #${stats.id}` });
+    renderStatus();
     addOutput(`💾 savepoint #${stats.id} written to ${stats.path} (${formatBytes(stats.bytes)})`, 'restart');
   } catch (error) {
     showError(`savepoint failed: ${(error as Error).message}`);
@@ -278,15 +385,15 @@ $('savepoint').addEventListener('click', async () => {
 $('restore').addEventListener('click', () => {
   const path = localStorage.getItem(saved('savepoint', example.id));
   if (!path) return showError('take a savepoint first');
-  void start({ savepoint: path }).then(() => addOutput(`⏮ restored from savepoint ${path}`, 'restart'));
+  void start({ savepoint: path });
 });
 $('reset').addEventListener('click', async () => {
   await endRun();
   await storage.remove(example.id);
   for (const name of await storage.list('savepoints')) if (name.startsWith(`savepoint-${example.id}-`)) await storage.remove(`savepoints/${name}`);
   localStorage.removeItem(saved('savepoint', example.id));
-  localStorage.removeItem(saved('code', example.id));
-  editor.setCode(example.code);
+  // Only the state goes: the code in the editor (and its copy in localStorage) stays as edited.
+  timeline.reset();
   await start();
 });
 $('open-inspector').setAttribute('href', `inspector.html?source=indexeddb&db=${PLAYGROUND_DB}&job=${example.id}`);

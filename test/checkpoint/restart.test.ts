@@ -20,6 +20,38 @@ describe('restart strategies', () => {
     expect(scheduler.delays).toEqual([60_000]);
   });
 
+  it('running.restoredFrom names what the current attempt restored from: where the job started, then each restart', async () => {
+    const storage = memoryCheckpointStorage();
+    // A first run leaves chk-1 after 30 readings.
+    const first = pausableSource(readings, [30]);
+    const firstRun = sumsJob({ checkpoints: { storage } }, first.source).job.start();
+    expect(firstRun.restoredFrom).toBeUndefined();
+    await first.reached(30);
+    const chk1 = await firstRun.checkpoint();
+    await firstRun.cancel();
+
+    // The second starts from chk-1, checkpoints after 50 (chk-2) and fails once at 70.
+    let failures = 0;
+    const failing = failingAt(70, () => failures++ === 0, new Error('flaky'));
+    const paused = pausableSource(readings, [50]);
+    const { job } = sumsJob(
+      { scheduler: skippingScheduler(), checkpoints: { storage }, restart: { strategy: 'fixed-delay', attempts: 1, delay: 1 } },
+      paused.source,
+      undefined,
+      failing.between,
+    );
+    const running = job.start({ restore: 'latest' });
+    await paused.reached(50);
+    expect(running.restoredFrom).toEqual({ id: chk1.id, kind: 'checkpoint', path: chk1.path });
+    const chk2 = await running.checkpoint();
+    paused.release(50);
+    const result = await running.done;
+
+    expect(result.restarts).toBe(1);
+    expect(running.restoredFrom).toEqual({ id: chk2.id, kind: 'checkpoint', path: chk2.path });
+    expect(result.restoredFrom).toBe(chk1.path);
+  });
+
   it('fixed-delay: starts over when the job failed before its first checkpoint', async () => {
     let failures = 0;
     const failing = failingAt(70, () => failures++ === 0, new Error('flaky'));
