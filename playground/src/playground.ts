@@ -61,7 +61,7 @@ function showError(message: string, line?: number, action?: { id: string; label:
  * same way with `allowNonRestoredState: true`, and the message says what the page offers instead.
  */
 function showNonRestoredState(error: NonRestoredStateError, restore: StartOptions['restore']) {
-  const what = error.message.split('; ')[0]!;
+  const what = `${error.checkpoint ?? 'the checkpoint'} holds state for operators this job does not have: ${error.uids.map((uid) => `'${uid}'`).join(', ')}`;
   showError(
     `${what}.\nGive those operators their uids back in the editor and press Run, or restore without their state (Reset state starts from nothing):`,
     undefined,

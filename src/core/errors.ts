@@ -71,6 +71,15 @@ export class StateSizeExceededError extends WeirError {
 /** Saved state names operators the job does not have, and the restore did not allow dropping it. */
 export class NonRestoredStateError extends WeirError {
   override name = 'NonRestoredStateError';
+  /** The checkpoint or savepoint that holds the state, and the uids it holds state for that the job lacks. */
+  readonly checkpoint?: string;
+  readonly uids: readonly string[];
+
+  constructor(message: string, details: { checkpoint?: string; uids?: readonly string[]; cause?: unknown } = {}) {
+    super(message, { cause: details.cause });
+    this.checkpoint = details.checkpoint;
+    this.uids = details.uids ?? [];
+  }
 }
 
 /** A checkpoint was aborted before it completed (the job failed, stopped or was cancelled). */

@@ -294,6 +294,7 @@ export class Job {
       throw new NonRestoredStateError(
         `checkpoint ${restored.path} holds state for operators this job does not have: ${missing.map((uid) => `'${uid}'`).join(', ')}; ` +
           'give those operators back their uids, or start with allowNonRestoredState: true to drop that state',
+        { checkpoint: restored.path, uids: missing },
       );
     }
   }

@@ -276,6 +276,7 @@ describe('restoring state of operators the job no longer has', () => {
     const done = withoutSum(storage).job.start({ restore: 'sums/chk-1' }).done;
     await expect(done).rejects.toThrow(NonRestoredStateError);
     await expect(done).rejects.toThrow(/'sum'/);
+    await expect(done).rejects.toMatchObject({ checkpoint: 'sums/chk-1', uids: ['sum'] });
   });
 
   it('drops that state with allowNonRestoredState', async () => {
