@@ -63,6 +63,12 @@ export class FileChangedError extends WeirError {}
  */
 export class StorageQuotaExceededError extends WeirError {}
 
+/**
+ * The file system refused a checkpoint, lock or output file: it is read-only, or this process lacks permission. The
+ * message names the file and the real cause (`cause` keeps the system error); what was written before is intact.
+ */
+export class StorageAccessError extends WeirError {}
+
 /** More checkpoints failed in a row than `checkpoints.tolerableFailures` allows. */
 export class CheckpointFailuresExceededError extends WeirError {}
 
