@@ -1,4 +1,4 @@
-import { open, type FileHandle } from 'node:fs/promises';
+import { open, stat, type FileHandle } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { CheckpointCorruptedError, FileChangedError, JobDefinitionError, MalformedRecordError, SourceNotFoundError } from '../core/errors.js';
 import type { Source, SourceReader } from '../core/types.js';
@@ -41,28 +41,50 @@ export function fromFile<T = string>(
       if (typeof start !== 'number' || !Number.isSafeInteger(start) || start < 0) {
         throw new CheckpointCorruptedError(`${name}: the checkpoint holds offset ${JSON.stringify(start)}, which is not a byte offset`);
       }
-      let handle: FileHandle;
-      try {
-        handle = await open(file, 'r');
-      } catch (error) {
-        if (errorCode(error) === 'ENOENT') throw new SourceNotFoundError(`${name}: file ${file} does not exist`, { cause: error });
-        throw error;
-      }
-      const { size } = await handle.stat();
-      if (start > size) {
-        await handle.close();
-        throw new FileChangedError(
-          `${name}: the checkpoint resumes at byte ${start} but ${file} has ${size} bytes; the file was truncated or replaced since the checkpoint`,
-        );
-      }
-      return lineReader(handle, start, chunkSize, toRecord);
+      // Only a stat here: the file is opened by the first read. A job opens every source before it subscribes to any,
+      // and drops them unread when a later part fails to start (a sink refusing its restored state, say); a reader
+      // that holds no descriptor until it reads cannot leak one then.
+      reaches(await found(name, file, () => stat(file)), start, name, file);
+      return lineReader(
+        async () => {
+          const handle = await found(name, file, () => open(file, 'r'));
+          // Checked again: the file may have been replaced between the start and the first read.
+          await handle.stat().then((stats) => reaches(stats, start, name, file)).catch(async (error: unknown) => {
+            await handle.close();
+            throw error;
+          });
+          return handle;
+        },
+        start,
+        chunkSize,
+        toRecord,
+      );
     },
   };
 }
 
+/** The result of a file system call on `file`, a missing file being a `SourceNotFoundError` that names it. */
+async function found<R>(name: string, file: string, call: () => Promise<R>): Promise<R> {
+  try {
+    return await call();
+  } catch (error) {
+    if (errorCode(error) === 'ENOENT') throw new SourceNotFoundError(`${name}: file ${file} does not exist`, { cause: error });
+    throw error;
+  }
+}
+
+/** A file shorter than a restored offset was truncated or replaced since the checkpoint. */
+function reaches({ size }: { size: number }, start: number, name: string, file: string): void {
+  if (start > size) {
+    throw new FileChangedError(
+      `${name}: the checkpoint resumes at byte ${start} but ${file} has ${size} bytes; the file was truncated or replaced since the checkpoint`,
+    );
+  }
+}
+
 /** Reads whole lines from `start`, keeping only the unfinished last line of a block between reads. */
 function lineReader<T>(
-  handle: FileHandle,
+  openFile: () => Promise<FileHandle>,
   start: number,
   chunkSize: number,
   toRecord: (line: Uint8Array, offset: number) => T,
@@ -76,10 +98,12 @@ function lineReader<T>(
   // Position just after the last line returned: the offset a checkpoint saves.
   let offset = start;
   let closed = false;
+  // Opened by the first read; `close` waits for an open still under way, so a handle opened late is closed too.
+  let handle: Promise<FileHandle> | undefined;
 
   const readBlock = async (): Promise<void> => {
     const block = new Uint8Array(chunkSize);
-    const { bytesRead } = await handle.read(block, 0, chunkSize, position);
+    const { bytesRead } = await (await (handle ??= openFile())).read(block, 0, chunkSize, position);
     if (bytesRead === 0) {
       eof = true;
       return;
@@ -94,7 +118,8 @@ function lineReader<T>(
   const close = async (): Promise<void> => {
     if (closed) return;
     closed = true;
-    await handle.close();
+    const opened = await handle?.catch(() => undefined);
+    await opened?.close();
   };
 
   return {

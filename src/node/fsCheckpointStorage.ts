@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import { CheckpointNotFoundError } from '../core/errors.js';
 import type { CheckpointStorage } from '../core/types.js';
 import { acquireFsLock, type FsLockOptions } from './fsLock.js';
-import { errorCode, isTempFile, writeFileAtomic } from './fsInternals.js';
+import { errorCode, isTempFile, storageError, writeFileAtomic } from './fsInternals.js';
 
 export interface FsCheckpointStorageOptions {
   /**
@@ -24,11 +24,16 @@ export interface FsCheckpointStorageOptions {
 export function fsCheckpointStorage(dir: string, options: FsCheckpointStorageOptions = {}): CheckpointStorage {
   const root = resolve(dir);
   const absolute = (path: string) => resolve(root, path);
+  const who = `checkpoint storage ${root}`;
+  /** A full disk or a refused write named as such, with the file, instead of a bare errno. */
+  const typed = (doing: string) => async (error: unknown): Promise<never> => {
+    throw await storageError(error, who, doing);
+  };
 
   return {
     location: root,
     async write(path, data) {
-      await writeFileAtomic(absolute(path), data);
+      await writeFileAtomic(absolute(path), data).catch(typed('write'));
     },
     async read(path) {
       const file = absolute(path);
@@ -38,7 +43,7 @@ export function fsCheckpointStorage(dir: string, options: FsCheckpointStorageOpt
         return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
       } catch (error) {
         if (errorCode(error) === 'ENOENT') throw new CheckpointNotFoundError(`checkpoint file ${file} does not exist`, { cause: error });
-        throw error;
+        throw await storageError(error, who, 'read');
       }
     },
     async list(path) {
@@ -48,14 +53,15 @@ export function fsCheckpointStorage(dir: string, options: FsCheckpointStorageOpt
       } catch (error) {
         const code = errorCode(error);
         if (code === 'ENOENT' || code === 'ENOTDIR') return [];
-        throw error;
+        throw await storageError(error, who, 'read');
       }
     },
     async remove(path) {
-      await rm(absolute(path), { recursive: true, force: true });
+      await rm(absolute(path), { recursive: true, force: true }).catch(typed('remove'));
     },
     describe: absolute,
-    ...(options.lock === false ? {} : { lock: (job: string) => acquireFsLock(absolute(`${job}/.lock`), job, options.lock || {}) }),
+    ...(options.lock === false
+      ? {}
+      : { lock: (job: string) => acquireFsLock(absolute(`${job}/.lock`), job, options.lock || {}).catch(typed('write the lock')) }),
   };
 }
-

@@ -2,11 +2,14 @@
  * The lock file that keeps two runs of one job off the same checkpoint directory: `<job>/.lock` holds the owner's
  * pid, host and a random token, and its mtime is the owner's heartbeat. A lock is taken over when its process is
  * gone (same host, `kill(pid, 0)` fails) or its heartbeat is older than `staleMs` (any host), so a process killed
- * with SIGKILL never leaves the directory locked for good. Internal: used by `fsCheckpointStorage`.
+ * with SIGKILL never leaves the directory locked for good. A lock of this very process (and thread) that it no longer
+ * holds (a release could not unlink it: the directory had turned read-only, say) is taken over at once, so the next
+ * start in the process does not wait for the heartbeat to go stale. Internal: used by `fsCheckpointStorage`.
  */
 import { randomBytes } from 'node:crypto';
 import { link, mkdir, readFile, rename, stat, unlink, utimes, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
+import { threadId } from 'node:worker_threads';
 import { dirname } from 'node:path';
 import { CheckpointDirectoryLockedError } from '../core/errors.js';
 import type { CheckpointLock } from '../core/types.js';
@@ -21,6 +24,8 @@ export interface FsLockOptions {
 
 interface LockOwner {
   pid: number;
+  /** The worker thread within the process (0: the main thread); absent in locks written before it was recorded. */
+  threadId?: number;
   hostname: string;
   token: string;
   since: string;
@@ -34,13 +39,20 @@ interface Holder {
 }
 
 /**
+ * The tokens of the locks this thread holds, shared through a global by every copy of this module loaded in it (a
+ * bundle and its tests, say), so that one copy never takes over a lock another still holds.
+ */
+const HELD = Symbol.for('weir.fsLock.held');
+const held: Set<string> = ((globalThis as { [HELD]?: Set<string> })[HELD] ??= new Set<string>());
+
+/**
  * Takes the lock `file` for `job`, or rejects with `CheckpointDirectoryLockedError` while a live owner holds it.
  * @example const lock = await acquireFsLock('/var/checkpoints/clicks/.lock', 'clicks', {}); await lock.release();
  */
 export async function acquireFsLock(file: string, job: string, options: FsLockOptions): Promise<CheckpointLock> {
   const { staleMs = 30_000, heartbeatMs = 5_000 } = options;
   await mkdir(dirname(file), { recursive: true });
-  const owner: LockOwner = { pid: process.pid, hostname: hostname(), token: randomBytes(8).toString('hex'), since: new Date().toISOString() };
+  const owner: LockOwner = { pid: process.pid, threadId, hostname: hostname(), token: randomBytes(8).toString('hex'), since: new Date().toISOString() };
   const text = JSON.stringify(owner);
   // The lock is written whole to a temp file and linked into place: `link` fails if the lock exists, so of two
   // processes racing here one wins, and a process killed at any point never leaves a half-written lock.
@@ -49,6 +61,7 @@ export async function acquireFsLock(file: string, job: string, options: FsLockOp
   for (let attempt = 0; ; attempt++) {
     try {
       await link(temp, file);
+      held.add(owner.token);
       await unlink(temp).catch(() => undefined);
       break;
     } catch (error) {
@@ -77,7 +90,12 @@ export async function acquireFsLock(file: string, job: string, options: FsLockOp
     release: () =>
       (released ??= (async () => {
         clearInterval(heartbeat);
-        if (await ownsLock(file, owner.token)) await unlink(file).catch(() => undefined);
+        try {
+          if (await ownsLock(file, owner.token)) await unlink(file);
+        } finally {
+          // Even when the unlink failed: the lock left behind is then abandoned, and the next start takes it over.
+          held.delete(owner.token);
+        }
       })()),
   };
 }
@@ -106,7 +124,9 @@ function isAbandoned(holder: Holder, staleMs: number): boolean {
   const { owner } = holder;
   // Locks are linked in whole, so one that does not parse is damaged, not being written: nobody holds it.
   if (holder.ageMs > staleMs || owner === undefined) return true;
-  if (owner.hostname !== hostname() || owner.pid === process.pid) return false;
+  if (owner.hostname !== hostname()) return false;
+  // This process: abandoned when this thread wrote it and holds it no longer; another thread's is not ours to judge.
+  if (owner.pid === process.pid) return (owner.threadId ?? 0) === threadId && !held.has(owner.token);
   try {
     process.kill(owner.pid, 0);
     return false;

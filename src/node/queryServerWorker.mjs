@@ -8,8 +8,9 @@ import { timingSafeEqual } from 'node:crypto';
 import { createServer } from 'node:http';
 import { parentPort, workerData } from 'node:worker_threads';
 
-/** @type {{ port: number, host: string, token: string | undefined, maxBodyBytes: number, queryTimeoutMs: number, apiPrefix: string, errorStatus: Record<string, number> }} */
-const { port, host, token, maxBodyBytes, queryTimeoutMs, apiPrefix, errorStatus } = workerData;
+/** @type {{ port: number, host: string, token: string | undefined, maxBodyBytes: number, queryTimeoutMs: number, headersTimeoutMs: number, requestTimeoutMs: number, keepAliveTimeoutMs: number, maxConnections: number, apiPrefix: string, errorStatus: Record<string, number> }} */
+const { port, host, token, maxBodyBytes, queryTimeoutMs, headersTimeoutMs, requestTimeoutMs, keepAliveTimeoutMs, maxConnections, apiPrefix, errorStatus } =
+  workerData;
 const expected = token === undefined ? undefined : Buffer.from(`Bearer ${token}`);
 const jobThread = /** @type {import('node:worker_threads').MessagePort} */ (parentPort);
 
@@ -120,14 +121,28 @@ async function handle(request, response) {
   jobThread.postMessage({ type: 'query', id, client: request.socket.remoteAddress ?? '', ...query });
 }
 
-const server = createServer((request, response) => {
-  handle(request, response).catch((error) =>
-    fail(request, response, error instanceof HttpError ? error : new HttpError('internal', `the query failed: ${error?.message ?? String(error)}`)),
-  );
-});
-// A malformed request line or headers: answer 400 and drop the connection, never throw.
-server.on('clientError', (_error, socket) => {
-  if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
+const server = createServer(
+  {
+    headersTimeout: headersTimeoutMs,
+    requestTimeout: requestTimeoutMs,
+    keepAliveTimeout: keepAliveTimeoutMs,
+    // Node looks for requests past their timeout every 30 s by default, which would let a slow client stay that
+    // much longer: look as often as a tenth of the shorter timeout, but not more than every 10 ms.
+    connectionsCheckingInterval: Math.max(10, Math.min(1_000, Math.floor(headersTimeoutMs / 10))),
+  },
+  (request, response) => {
+    handle(request, response).catch((error) =>
+      fail(request, response, error instanceof HttpError ? error : new HttpError('internal', `the query failed: ${error?.message ?? String(error)}`)),
+    );
+  },
+);
+// A connection past the cap is closed as soon as it is accepted.
+server.maxConnections = maxConnections;
+// A malformed request line or headers: answer 400 and drop the connection, never throw; a request not sent within
+// headersTimeoutMs or requestTimeoutMs: 408.
+server.on('clientError', (error, socket) => {
+  const timedOut = /** @type {NodeJS.ErrnoException} */ (error).code === 'ERR_HTTP_REQUEST_TIMEOUT';
+  if (socket.writable) socket.end(`HTTP/1.1 ${timedOut ? '408 Request Timeout' : '400 Bad Request'}\r\nConnection: close\r\n\r\n`);
   else socket.destroy();
 });
 

@@ -19,6 +19,14 @@ export interface QueryableStateServerOptions {
   rateLimit?: { requests: number; perMs: number } | false;
   /** Milliseconds a live query may wait for a restarting job before it answers 503 (10,000 by default). */
   queryTimeoutMs?: number;
+  /** Milliseconds a client has to send a request's headers, from the moment it connects (10,000 by default; else 408). */
+  headersTimeoutMs?: number;
+  /** Milliseconds a client has to send a whole request, body included (30,000 by default; else 408). */
+  requestTimeoutMs?: number;
+  /** Milliseconds an idle kept-alive connection stays open after an answer (5,000 by default). */
+  keepAliveTimeoutMs?: number;
+  /** Open connections at most; one more is closed as soon as it is accepted (256 by default). */
+  maxConnections?: number;
   /** The rate limiter's clock, in ms; `performance.now` by default. */
   clock?: () => number;
 }
@@ -60,7 +68,7 @@ class QueryError extends Error {
 /**
  * Serves a running job's queryable state over HTTP+JSON (superjson bodies), read-only, for `QueryableStateClient`
  * or curl. Bound to 127.0.0.1 unless `host` says otherwise; bearer-token auth, a body size limit and a per-client
- * rate limit protect the job. The HTTP server runs in a worker thread (src/node/queryServerWorker.mjs), so parsing
+ * rate limit protect the job, and timeouts for slow and idle clients with a cap on connections protect the server. The HTTP server runs in a worker thread (src/node/queryServerWorker.mjs), so parsing
  * and answering requests takes nothing from the job's thread but one message per query; queries are cheap point reads
  * or bounded, yielding key scans, every handler catches everything, and a query the job does not answer in
  * `queryTimeoutMs` gets a 503 from the worker: no request can crash or stall the job, nor a stalled job the server.
@@ -72,6 +80,15 @@ class QueryError extends Error {
  */
 export async function serveQueryableState(running: QueryableStateReader, options: QueryableStateServerOptions): Promise<QueryableStateServer> {
   const { port, host = '127.0.0.1', token, maxBodyBytes = 16 * 1024, rateLimit = { requests: 2_000, perMs: 1_000 }, queryTimeoutMs = 10_000 } = options;
+  // Node keeps an idle or slow socket for 60 s by default, and any number of them: a few hundred idle clients would
+  // hold the server's descriptors and memory. These bound how long a connection may idle and how many there are.
+  const { headersTimeoutMs = 10_000, requestTimeoutMs = 30_000, keepAliveTimeoutMs = 5_000, maxConnections = 256 } = options;
+  for (const [name, value] of Object.entries({ headersTimeoutMs, requestTimeoutMs, keepAliveTimeoutMs, maxConnections })) {
+    if (!(Number.isSafeInteger(value) && value > 0)) throw new RangeError(`serveQueryableState: ${name} must be a positive integer, got ${String(value)}`);
+  }
+  if (headersTimeoutMs > requestTimeoutMs) {
+    throw new RangeError(`serveQueryableState: headersTimeoutMs (${headersTimeoutMs}) must not be over requestTimeoutMs (${requestTimeoutMs}): the headers are part of the request`);
+  }
   if (!(Number.isInteger(port) && port >= 0 && port <= 65535)) throw new RangeError(`serveQueryableState: port must be an integer from 0 to 65535, got ${String(port)}`);
   if (token !== undefined && (typeof token !== 'string' || token === '')) throw new TypeError('serveQueryableState: token must be a non-empty string');
   if (!(Number.isInteger(maxBodyBytes) && maxBodyBytes > 0)) throw new RangeError(`serveQueryableState: maxBodyBytes must be a positive integer, got ${String(maxBodyBytes)}`);
@@ -99,7 +116,19 @@ export async function serveQueryableState(running: QueryableStateReader, options
   };
 
   const worker = new Worker(WORKER_FILE, {
-    workerData: { port, host, token, maxBodyBytes, queryTimeoutMs, apiPrefix: API_PREFIX, errorStatus: ERROR_STATUS },
+    workerData: {
+      port,
+      host,
+      token,
+      maxBodyBytes,
+      queryTimeoutMs,
+      headersTimeoutMs,
+      requestTimeoutMs,
+      keepAliveTimeoutMs,
+      maxConnections,
+      apiPrefix: API_PREFIX,
+      errorStatus: ERROR_STATUS,
+    },
   });
   const reply = (id: number, reply: { status: number; headers: Record<string, string>; body: string }) => worker.postMessage({ type: 'answer', id, ...reply });
   const listening = new Promise<{ address: string; family: string; port: number }>((resolve, reject) => {

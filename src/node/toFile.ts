@@ -4,7 +4,7 @@ import { CheckpointCorruptedError, FileChangedError } from '../core/errors.js';
 import type { Flow } from '../core/flow.js';
 import type { Json, Sink, SinkWriter } from '../core/types.js';
 import { sinkTo } from '../sinks/sinkTo.js';
-import { errorCode, syncDirectory, writeFileAtomic } from './fsInternals.js';
+import { errorCode, storageError, syncDirectory, writeFileAtomic } from './fsInternals.js';
 
 /**
  * What one checkpoint wrote: the bytes are in the part file `part` (a sibling of the target) until the checkpoint
@@ -39,23 +39,32 @@ export function fileSink<T>(path: string, { format = JSON.stringify }: { format?
 
   return {
     name,
-    async open({ restoredState }) {
-      await mkdir(dirname(target), { recursive: true });
-      let end = 0;
-      if (restoredState === undefined) {
-        await createEmpty(target);
-      } else {
-        const state = checkState(restoredState, name, target);
-        // Finish what the restored checkpoint promised, then drop what newer checkpoints committed after it.
-        for (const txn of state.pending) await commitTransaction(target, txn, name);
-        await syncAndClose(await openAt(target, state.end, name));
-        end = state.end;
-      }
-      await removeParts(target);
-      return writer(target, name, end, format);
+    async open(context) {
+      return openWriter(context.restoredState).catch(typed(name));
     },
   };
+
+  async function openWriter(restoredState: Json | undefined): Promise<SinkWriter<T>> {
+    await mkdir(dirname(target), { recursive: true });
+    let end = 0;
+    if (restoredState === undefined) {
+      await createEmpty(target);
+    } else {
+      const state = checkState(restoredState, name, target);
+      // Finish what the restored checkpoint promised, then drop what newer checkpoints committed after it.
+      for (const txn of state.pending) await commitTransaction(target, txn, name);
+      await syncAndClose(await openAt(target, state.end, name));
+      end = state.end;
+    }
+    await removeParts(target);
+    return writer(target, name, end, format);
+  }
 }
+
+/** Rethrows a file system error as the typed error that names the file and the real cause (see `storageError`). */
+const typed = (name: string) => async (error: unknown): Promise<never> => {
+  throw await storageError(error, name, 'write');
+};
 
 function writer<T>(target: string, name: string, committedEnd: number, format: (value: T) => string): SinkWriter<T> {
   // Lines written since the last barrier: kept as strings so `write` costs one push.
@@ -68,7 +77,7 @@ function writer<T>(target: string, name: string, committedEnd: number, format: (
   // failure every later task fails too, because committing past a lost transaction would corrupt the file.
   let queue: Promise<unknown> = Promise.resolve();
   const enqueue = <R>(task: () => Promise<R>): Promise<R> => {
-    const result = queue.then(task);
+    const result = queue.then(task).catch(typed(name));
     queue = result;
     return result;
   };

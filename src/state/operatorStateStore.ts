@@ -1,6 +1,6 @@
 import { StateDescriptorConflictError, StateMigrationError } from '../core/errors.js';
 import type { Json, ListState, StateDescriptor, StateMeta } from '../core/types.js';
-import { checkRestoredMeta, checkSameRegistration, metaOf, rejectNull, restoredDecoder } from './stateChecks.js';
+import { checkRestoredMeta, checkSameRegistration, checkedElements, metaOf, rejectNull, restoredDecoder } from './stateChecks.js';
 
 /**
  * How an operator list state is handed out when a job is restored, at any parallelism (Flink's redistribution
@@ -96,11 +96,11 @@ export class OperatorStateStore {
         values.push(value);
       },
       addAll(added) {
-        for (const value of added) this.add(value);
+        const list = checkedElements(added, descriptor.name, 'addAll');
+        for (let i = 0; i < list.length; i++) values.push(list[i]);
       },
       update(replacement) {
-        const list = Array.from(replacement);
-        for (const value of list) rejectNull(value, descriptor.name, 'cannot hold');
+        const list = checkedElements(replacement, descriptor.name, 'update');
         values.splice(0, values.length, ...list);
       },
       clear: () => void values.splice(0),

@@ -22,6 +22,45 @@ export function rejectNull(value: unknown, stateName: string, what: string): voi
   }
 }
 
+/**
+ * The elements of a bulk list write (`addAll`, `update`), each checked before any is written, so that a rejected
+ * call changes nothing. An array is checked in place, not copied; any other iterable may be readable only once,
+ * so it is read into one array. Callers copy an array they keep (it is the caller's).
+ */
+export function checkedElements<T>(values: Iterable<T>, stateName: string, call: string): readonly T[] {
+  const list = Array.isArray(values) ? (values as readonly T[]) : Array.from(values);
+  for (let i = 0; i < list.length; i++) {
+    const value = list[i];
+    if (value === null || value === undefined) {
+      throw new NullStateValueError(
+        `state '${stateName}': ${call} was given ${String(value)} at index ${i}, so nothing was written; ` +
+          'leave null and undefined out (clear() the state to empty it)',
+      );
+    }
+  }
+  return list;
+}
+
+/** The entries of `putAll`, each checked before any is written (see `checkedElements`); a Map is checked in place. */
+export function checkedEntries<K, V>(entries: Iterable<readonly [K, V]> | Map<K, V>, stateName: string): ReadonlyMap<K, V> | readonly (readonly [K, V])[] {
+  if (entries instanceof Map) {
+    entries.forEach((value, key) => {
+      if (value === undefined) throw undefinedEntry(stateName, key);
+    });
+    return entries;
+  }
+  const list = Array.isArray(entries) ? (entries as readonly (readonly [K, V])[]) : Array.from(entries);
+  for (let i = 0; i < list.length; i++) if (list[i]![1] === undefined) throw undefinedEntry(stateName, list[i]![0]);
+  return list;
+}
+
+function undefinedEntry(stateName: string, key: unknown): NullStateValueError {
+  return new NullStateValueError(
+    `state '${stateName}': putAll was given undefined for map key ${String(key)}, so nothing was written; ` +
+      'leave the entry out, or remove(key) to delete it',
+  );
+}
+
 export function describe(descriptor: StateDescriptor<unknown>): string {
   return `${descriptor.kind} state with serializer '${descriptor.serializer.id}'`;
 }

@@ -1,12 +1,14 @@
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { VirtualTimeScheduler } from 'rxjs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CheckpointAbortedError, CheckpointCorruptedError, CheckpointFailuresExceededError, collect, type CheckpointStats } from 'weir';
 import { fsCheckpointStorage } from 'weir/node';
 import { loadCheckpoint } from '../../src/checkpoint/loadCheckpoint';
 import { expectedSums, pausableSource, readings, sumsJob, type Reading } from '../checkpoint/jobFixtures';
 import { faultyStorage, type Fault } from '../support/faultyStorage';
+import { advanceTo } from '../support/virtualTime';
 
 // Storage faults: a storage wrapper fails writes (I/O error, ENOSPC, a torn write under the final name, a write
 // slower than the checkpoint timeout) and reads on restore. The checkpoint it hits fails and its files go; the job
@@ -25,11 +27,11 @@ const isState = (path: string) => /\/chk-\d+\/[^_][^/]*$/.test(path);
 const isMetadata = (path: string) => path.endsWith('/_metadata');
 
 /** Runs the sums job over the fs storage wrapped in faults: checkpoint 1 at record 20, the faulty one at 40, one more at 60. */
-async function runWithFault(fault: Fault, match: (path: string) => boolean, options: { timeout?: number; tolerableFailures?: number } = {}) {
+async function runWithFault(fault: Fault, match: (path: string) => boolean, options: { tolerableFailures?: number } = {}) {
   const storage = faultyStorage(fsCheckpointStorage(dir));
   const gate = pausableSource(readings, [20, 40, 60]);
   const out = collect<Reading>();
-  const { job } = sumsJob({ checkpoints: { storage, retain: 5, tolerableFailures: options.tolerableFailures ?? 1, timeout: options.timeout } }, gate.source, out);
+  const { job } = sumsJob({ checkpoints: { storage, retain: 5, tolerableFailures: options.tolerableFailures ?? 1 } }, gate.source, out);
   const running = job.start();
   const reports: CheckpointStats[] = [];
   running.checkpoints$.subscribe((stats) => reports.push(stats));
@@ -92,12 +94,45 @@ describe('storage faults while checkpointing', () => {
   });
 
   it('a write slower than the checkpoint timeout aborts the checkpoint, and its late file does not bring it back', async () => {
-    const { failed, out, storage, reports } = await runWithFault({ kind: 'slow', delayMs: 400 }, isState, { timeout: 150 });
+    // The timeout runs on a virtual clock and the write is held until the test lets it go: the order of the two,
+    // which real timers leave to the machine's load, is the test's.
+    const scheduler = new VirtualTimeScheduler();
+    const storage = faultyStorage(fsCheckpointStorage(dir));
+    const gate = pausableSource(readings, [20, 40, 60]);
+    const out = collect<Reading>();
+    const { job } = sumsJob({ scheduler, checkpoints: { storage, retain: 5, tolerableFailures: 1, timeout: 150 } }, gate.source, out);
+    const running = job.start();
+    const reports: CheckpointStats[] = [];
+    running.checkpoints$.subscribe((stats) => reports.push(stats));
+    await gate.reached(20);
+    await running.checkpoint();
+    gate.release(20);
+    await gate.reached(40);
+    storage.inject({ kind: 'held' }, isState);
+    const failing = running.checkpoint().then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    await storage.held();
+    const isCheckpoint2 = (path: string) => /\/chk-2\/?$/.test(path);
+    const removed = storage.nextRemove(isCheckpoint2);
+    advanceTo(scheduler, scheduler.now() + 150);
+    const failed = await failing;
     expect(failed).toBeInstanceOf(CheckpointAbortedError);
     expect(String((failed as Error).message)).toMatch(/did not complete within 150 ms/);
+    // The abort removed checkpoint 2's directory; the late write brings it back, and the coordinator removes it again.
+    await removed;
+    const removedAgain = storage.nextRemove(isCheckpoint2);
+    storage.releaseHeld();
+    await removedAgain;
+    gate.release(40);
+    await gate.reached(60);
+    await running.checkpoint();
+    gate.release(60);
+    await running.done;
+    await storage.settled();
     expect(reports[1]).toMatchObject({ id: 2, status: 'aborted' });
     expect(out.values).toEqual(expectedSums);
-    await new Promise((resolve) => setTimeout(resolve, 50));
     await checkCompleted(storage, [1, 3, 4]);
   });
 

@@ -1,9 +1,23 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { readdirSync, readlinkSync } from 'node:fs';
+import { mkdtemp, rm, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { FileChangedError, MalformedRecordError, SourceNotFoundError, type Json, type Source } from 'weir';
-import { fromFile } from 'weir/node';
+import { FileChangedError, MalformedRecordError, SourceNotFoundError, createJob, type Json, type Source } from 'weir';
+import { fromFile, fsCheckpointStorage, toFile } from 'weir/node';
+
+/** The file descriptors this process holds open on files under `dir` (Linux), by the links in /proc/self/fd. */
+function openDescriptors(dir: string): number {
+  let count = 0;
+  for (const fd of readdirSync('/proc/self/fd')) {
+    try {
+      if (readlinkSync(`/proc/self/fd/${fd}`).startsWith(dir)) count++;
+    } catch {
+      // The descriptor readdir itself used is gone by now.
+    }
+  }
+  return count;
+}
 
 /** Reads a source to its end, `max` records at a time. */
 async function readAll<T>(source: Source<T>, restoredOffset?: Json, max = 1000): Promise<{ records: T[]; offset: Json }> {
@@ -96,5 +110,34 @@ describe('fromFile', () => {
   it('refuses to resume past the end of a file that shrank since the checkpoint', async () => {
     await writeFile(file, 'a\n');
     await expect(readAll(fromFile(file), 100)).rejects.toThrow(FileChangedError);
+  });
+
+  it('holds no file descriptor until its first read, and none once closed', async () => {
+    await writeFile(file, 'a\nb\n');
+    const readers = await Promise.all(Array.from({ length: 30 }, () => fromFile(file).open({ uid: 'src', restoredOffset: 2 })));
+    expect(openDescriptors(dir)).toBe(0);
+    expect(await readers[0]!.read(1)).toEqual(['b']);
+    expect(openDescriptors(dir)).toBe(1);
+    await Promise.all(readers.map((reader) => reader.close?.()));
+    expect(openDescriptors(dir)).toBe(0);
+  });
+
+  it('leaves no descriptor open after starts that fail, wherever they fail', async () => {
+    await writeFile(file, Array.from({ length: 50 }, (_, n) => `${n}`).join('\n'));
+    const output = join(dir, 'out.jsonl');
+    const build = () => {
+      const job = createJob({ name: 'leak', checkpoints: { storage: fsCheckpointStorage(join(dir, 'checkpoints')) } });
+      job.source(fromFile(file, { parse: Number }), { uid: 'in' }).pipe(toFile(output, { uid: 'out' }));
+      return job;
+    };
+    await build().start().done;
+    // The sink refuses its restored state (its committed output was cut), after the source has opened.
+    await truncate(output, 3);
+    await expect(build().start({ restore: 'latest' }).done).rejects.toThrow(FileChangedError);
+    for (let run = 0; run < 30; run++) await expect(build().start({ restore: 'latest' }).done).rejects.toThrow(FileChangedError);
+    // The source itself refuses: the checkpoint's offset is past the end of the truncated input.
+    await truncate(file, 3);
+    for (let run = 0; run < 30; run++) await expect(build().start({ restore: 'latest' }).done).rejects.toThrow(/resumes at byte/);
+    expect(openDescriptors(dir)).toBe(0);
   });
 });

@@ -1,3 +1,4 @@
+import { createConnection, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import superjson from 'superjson';
 import {
@@ -35,6 +36,26 @@ async function served(options: Partial<Parameters<typeof serveQueryableState>[1]
     await running.done;
   });
   return { running, server };
+}
+
+/** A raw TCP connection to the server at `url`, once it is established. */
+function connect(url: string): Promise<Socket> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = createConnection({ host: hostname, port: Number(port) }, () => resolve(socket));
+    socket.once('error', reject);
+  });
+}
+
+/** Resolves with everything the server sent once it closed the connection (the client never closes it). */
+function closedByServer(socket: Socket): Promise<string> {
+  return new Promise((resolve) => {
+    let received = '';
+    socket.on('data', (data: Buffer) => (received += data.toString()));
+    // A connection refused past the cap may be reset rather than ended.
+    socket.on('error', () => undefined);
+    socket.once('close', () => resolve(received));
+  });
 }
 
 const post = (url: string, body: string, headers: Record<string, string> = {}) =>
@@ -137,5 +158,34 @@ describe('serveQueryableState and QueryableStateClient', () => {
     const { running } = await served();
     await expect(serveQueryableState(running, { port: -1 })).rejects.toThrow(RangeError);
     await expect(serveQueryableState(running, { port: 0, token: '' })).rejects.toThrow(TypeError);
+    await expect(serveQueryableState(running, { port: 0, maxConnections: 0 })).rejects.toThrow(/maxConnections must be a positive integer/);
+    await expect(serveQueryableState(running, { port: 0, headersTimeoutMs: 2_000, requestTimeoutMs: 1_000 })).rejects.toThrow(/must not be over requestTimeoutMs/);
+  });
+
+  it('closes a connection that sends no request within headersTimeoutMs (408)', async () => {
+    const { server } = await served({ headersTimeoutMs: 100, requestTimeoutMs: 200 });
+    const socket = await connect(server.url);
+    socket.write('GET /v1/states HTTP/1.1\r\nHost: x\r\n');
+    // Without the timeout the server would keep this half-sent request for Node's 60 s.
+    expect(await closedByServer(socket)).toMatch(/^HTTP\/1\.1 408/);
+    const idle = await connect(server.url);
+    expect(await closedByServer(idle)).toBeDefined();
+  });
+
+  it('closes an idle kept-alive connection after keepAliveTimeoutMs', async () => {
+    const { server } = await served({ keepAliveTimeoutMs: 50 });
+    const socket = await connect(server.url);
+    socket.write('GET /v1/states HTTP/1.1\r\nHost: x\r\nConnection: keep-alive\r\n\r\n');
+    expect(await closedByServer(socket)).toMatch(/^HTTP\/1\.1 200/);
+  });
+
+  it('closes connections past maxConnections at once, and serves those it holds', async () => {
+    const { server } = await served({ maxConnections: 2 });
+    const held = [await connect(server.url), await connect(server.url)];
+    const refused = await connect(server.url);
+    expect(await closedByServer(refused)).toBe('');
+    held[0]!.write('GET /v1/states HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    expect(await closedByServer(held[0]!)).toMatch(/^HTTP\/1\.1 200/);
+    held[1]!.destroy();
   });
 });

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { StateMigrationError, collect, createJob, listState, process, type ProcessContext, type Redistribution, type Source } from 'weir';
+import { StateMigrationError, collect, createJob, fromArray, listState, process, type ProcessContext, type Redistribution, type Source } from 'weir';
 import { fsCheckpointStorage } from 'weir/node';
 import { pausableSource, tempDir } from './fixtures';
 
@@ -84,5 +84,32 @@ describe('operator list state', () => {
 
   it('fails with StateMigrationError when state saved by one redistribution is read by the other', async () => {
     await expect(rescale(2, 2, 6, 'union', 'even-split')).rejects.toThrow(StateMigrationError);
+  });
+
+  it('writes nothing of an addAll or update with a null element', async () => {
+    const job = createJob({ name: 'operator-state-null' });
+    const out = collect<string>();
+    const list = listState<number | null>('list');
+    job.source(fromArray([0]), { uid: 'in' }).pipe(
+      process<number, string>(
+        {
+          onElement(_n, ctx, emit) {
+            const state = ctx.operatorState(list);
+            state.add(1);
+            for (const write of [() => state.addAll([2, null, 3]), () => state.update([4, null])]) {
+              try {
+                write();
+              } catch (error) {
+                emit.emit(`${(error as Error).name}: ${JSON.stringify(state.get())}`);
+              }
+            }
+          },
+        },
+        { uid: 'op' },
+      ),
+      out.sink({ uid: 'out' }),
+    );
+    await job.start().done;
+    expect(out.values).toEqual(['NullStateValueError: [1]', 'NullStateValueError: [1]']);
   });
 });

@@ -18,6 +18,7 @@ import {
   type KeyGroupRange,
   type KeyedStateBackend,
   type KeyedStatePayload,
+  type ListState,
   type StateBackend,
 } from 'weir';
 
@@ -47,7 +48,9 @@ export function describeKeyedStateBackend(name: string, create: () => StateBacke
   describe(`${name} state backend (keyed state conformance)`, () => {
     const opened: KeyedStateBackend[] = [];
     const open = (keyGroupRange: KeyGroupRange = ALL_GROUPS, uid = 'op'): KeyedStateBackend => {
-      const backend = create().createKeyedBackend({ uid, maxParallelism: DEFAULT_MAX_PARALLELISM, keyGroupRange });
+      // A clock stopped at 0, for the states with a TTL (nothing they hold expires).
+      const clock = { processingTime: () => 0, eventTime: () => 0 };
+      const backend = create().createKeyedBackend({ uid, maxParallelism: DEFAULT_MAX_PARALLELISM, keyGroupRange, clock });
       opened.push(backend);
       return backend;
     };
@@ -140,6 +143,69 @@ export function describeKeyedStateBackend(name: string, create: () => StateBacke
         expect(() => state.add(nothing)).toThrow(NullStateValueError);
         expect(() => state.addAll([1, nothing])).toThrow(NullStateValueError);
         expect(() => state.update([nothing])).toThrow(NullStateValueError);
+      });
+    });
+
+    /** Bulk writes check every element first: a rejected call changes nothing, with or without a TTL. */
+    describe.each([
+      ['without a TTL', undefined],
+      ['with a TTL', { ttl: 1_000 }],
+    ] as const)('rejected bulk writes, %s', (_label, ttl) => {
+      /** An iterable that can be read only once, as a generator is. */
+      function* once<T>(values: readonly T[]): Generator<T> {
+        yield* values;
+      }
+
+      it.each([
+        ['addAll', (state: ListState<number | null>, values: (number | null)[]) => state.addAll(values)],
+        ['update', (state: ListState<number | null>, values: (number | null)[]) => state.update(values)],
+        ['addAll of a one-pass iterable', (state: ListState<number | null>, values: (number | null)[]) => state.addAll(once(values))],
+        ['update of a one-pass iterable', (state: ListState<number | null>, values: (number | null)[]) => state.update(once(values))],
+      ] as const)('list %s with a null element writes none of them', (_call, write) => {
+        const state = backend.getState(listState<number | null>('l', { ttl }));
+        backend.setCurrentKey('a');
+        state.add(1);
+        expect(() => write(state, [3, null, 5])).toThrow(/state 'l': \w+ was given null at index 1, so nothing was written/);
+        expect(state.get()).toEqual([1]);
+        backend.setCurrentKey('fresh');
+        expect(() => write(state, [3, null])).toThrow(NullStateValueError);
+        expect(state.get()).toEqual([]);
+        expect(backend.keyCount()).toBe(1);
+        expect(roundTrip(backend).keyCount()).toBe(1);
+      });
+
+      it.each([
+        ['entries', (entries: [string, number | undefined][]) => entries],
+        ['a Map', (entries: [string, number | undefined][]) => new Map(entries)],
+        ['a one-pass iterable', (entries: [string, number | undefined][]) => once(entries)],
+      ] as const)('map putAll of %s with an undefined value writes none of them', (_form, as) => {
+        const state = backend.getState(mapState<string, number | undefined>('m', { ttl }));
+        backend.setCurrentKey('a');
+        state.put('x', 1);
+        expect(() => state.putAll(as([['y', 2], ['z', undefined], ['w', 4]]))).toThrow(/state 'm': putAll was given undefined for map key z, so nothing was written/);
+        expect(state.entries()).toEqual([['x', 1]]);
+        backend.setCurrentKey('fresh');
+        expect(() => state.putAll(as([['y', 2], ['z', undefined]]))).toThrow(NullStateValueError);
+        expect(state.isEmpty()).toBe(true);
+        expect(roundTrip(backend).keyCount()).toBe(1);
+      });
+
+      it('accept bulk writes of every form once nothing is null', () => {
+        const list = backend.getState(listState<number>('l', { ttl }));
+        const map = backend.getState(mapState<string, number>('m', { ttl }));
+        backend.setCurrentKey('a');
+        const given = [1, 2];
+        list.addAll(given);
+        list.addAll(once([3]));
+        given.push(99);
+        expect(list.get()).toEqual([1, 2, 3]);
+        list.update(once([4, 5]));
+        expect(list.get()).toEqual([4, 5]);
+        list.addAll([]);
+        map.putAll(new Map([['x', 1]]));
+        map.putAll(once([['y', 2]] as [string, number][]));
+        map.putAll([]);
+        expect(map.entries()).toEqual([['x', 1], ['y', 2]]);
       });
     });
 

@@ -4,11 +4,13 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
   DEFAULT_MAX_PARALLELISM,
+  InvalidKeyError,
   collect,
   createJob,
   fromAsyncIterable,
   heapStateBackend,
   keyBy,
+  mapState,
   memoryCheckpointStorage,
   process,
   valueState,
@@ -60,6 +62,18 @@ describe('lmdb state backend', () => {
     expect(() => lmdbStateBackend({ path: '' })).toThrow(/path/);
     expect(() => lmdbStateBackend({ mapSize: -1 })).toThrow(/mapSize/);
     expect(() => lmdbStateBackend({ writeBatch: 0 })).toThrow(/writeBatch/);
+  });
+
+  it('writes nothing of a putAll whose map key it cannot store (one transaction)', () => {
+    const backend = lmdbStateBackend({ path: root }).createKeyedBackend(options);
+    const state = backend.getState(mapState<unknown, number>('m'));
+    backend.setCurrentKey('a');
+    state.put('x', 1);
+    expect(() => state.putAll([['y', 2], [{ not: 'a key' }, 3]])).toThrow(InvalidKeyError);
+    expect(state.entries()).toEqual([['x', 1]]);
+    state.putAll([['y', 2], ['z', 3]]);
+    expect(state.entries()).toEqual([['x', 1], ['y', 2], ['z', 3]]);
+    backend.dispose();
   });
 
   it('keeps state past its write buffer and reads it back after snapshots', () => {

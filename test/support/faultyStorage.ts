@@ -9,8 +9,8 @@ export type Fault =
   | { kind: 'enospc' }
   /** A broken storage: the first `keep` bytes land under the final name, then the write rejects. */
   | { kind: 'torn'; keep: number }
-  /** The write succeeds after `delayMs`. */
-  | { kind: 'slow'; delayMs: number }
+  /** The write waits until `releaseHeld()`, then succeeds: slower than anything the test waits for. */
+  | { kind: 'held' }
   /** The read rejects with an I/O error. */
   | { kind: 'read-error' }
   /** The read returns the bytes with one bit flipped. */
@@ -29,7 +29,13 @@ export interface FaultyStorage extends CheckpointStorage {
   heal(): void;
   /** Faults that fired, as `<kind> <path>`. */
   readonly fired: string[];
-  /** Resolves when every slow write has finished. */
+  /** Resolves with the path of the next held write once it has started (it then waits for `releaseHeld`). */
+  held(): Promise<string>;
+  /** Lets every held write go on. */
+  releaseHeld(): void;
+  /** Resolves when the next `remove` of a matching path, called after this call, has finished. */
+  nextRemove(match: (path: string) => boolean): Promise<void>;
+  /** Resolves when every held write has finished. */
   settled(): Promise<void>;
 }
 
@@ -44,7 +50,12 @@ function ioError(code: string, message: string): Error {
 export function faultyStorage(inner: CheckpointStorage): FaultyStorage {
   let armed: Armed[] = [];
   const fired: string[] = [];
-  const slow = new Set<Promise<unknown>>();
+  const inFlight = new Set<Promise<unknown>>();
+  // Held writes wait for `release`; `heldWaiters` are the `held()` calls waiting for the next one to start.
+  let release!: () => void;
+  let released = new Promise<void>((resolve) => (release = resolve));
+  const heldWaiters: ((path: string) => void)[] = [];
+  let removeWaiters: { match: (path: string) => boolean; resolve: () => void }[] = [];
   const take = (path: string, kinds: Fault['kind'][]): Fault | undefined => {
     const entry = armed.find((a) => kinds.includes(a.fault.kind) && a.match(path));
     if (!entry) return undefined;
@@ -61,11 +72,17 @@ export function faultyStorage(inner: CheckpointStorage): FaultyStorage {
     heal() {
       armed = [];
     },
+    held: () => new Promise<string>((resolve) => heldWaiters.push(resolve)),
+    releaseHeld() {
+      release();
+      released = new Promise<void>((resolve) => (release = resolve));
+    },
+    nextRemove: (match) => new Promise<void>((resolve) => removeWaiters.push({ match, resolve })),
     async settled() {
-      await Promise.all(slow);
+      await Promise.all(inFlight);
     },
     async write(path, data) {
-      const fault = take(path, ['write-error', 'enospc', 'torn', 'slow']);
+      const fault = take(path, ['write-error', 'enospc', 'torn', 'held']);
       switch (fault?.kind) {
         case 'write-error':
           throw ioError('EIO', `i/o error writing ${path}`);
@@ -74,10 +91,11 @@ export function faultyStorage(inner: CheckpointStorage): FaultyStorage {
         case 'torn':
           await inner.write(path, data.subarray(0, Math.min(fault.keep, data.length)));
           throw ioError('EIO', `i/o error writing ${path} after ${fault.keep} bytes`);
-        case 'slow': {
-          const write = new Promise((resolve) => setTimeout(resolve, fault.delayMs)).then(() => inner.write(path, data));
-          slow.add(write);
-          return write.finally(() => slow.delete(write));
+        case 'held': {
+          const write = released.then(() => inner.write(path, data));
+          inFlight.add(write);
+          heldWaiters.splice(0).forEach((resolve) => resolve(path));
+          return write.finally(() => inFlight.delete(write));
         }
         default:
           return inner.write(path, data);
@@ -95,6 +113,14 @@ export function faultyStorage(inner: CheckpointStorage): FaultyStorage {
       return bytes;
     },
     list: (dir) => inner.list(dir),
-    remove: (path) => inner.remove(path),
+    async remove(path) {
+      const waiting = removeWaiters.filter((waiter) => waiter.match(path));
+      removeWaiters = removeWaiters.filter((waiter) => !waiting.includes(waiter));
+      try {
+        await inner.remove(path);
+      } finally {
+        waiting.forEach((waiter) => waiter.resolve());
+      }
+    },
   };
 }

@@ -1,6 +1,5 @@
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { open } from 'lmdb';
 import { keyGroupOf } from '../../core/keyGroups.js';
 import { forEachPayloadEntry } from '../../state/payloadEntries.js';
@@ -34,6 +33,7 @@ import { LmdbAggregatingState, LmdbListState, LmdbMapState, LmdbReducingState, L
 import { MapRows } from './mapRows.js';
 import type { RowStore, StateDatabase } from './rowStore.js';
 import { ValueRows } from './valueRows.js';
+import { removeAbandonedWorkingDirectories, workingDirectoryPrefix } from './workingDirectories.js';
 import { withStateTtl } from '../../state/ttl/withStateTtl.js';
 
 export interface LmdbStateBackendOptions {
@@ -51,7 +51,8 @@ export interface LmdbStateBackendOptions {
 /**
  * Working state in LMDB, an embedded memory-mapped key-value store (the role RocksDB plays in Flink): state is
  * bounded by disk, not by the JavaScript heap. Each keyed operator instance opens its own database in a fresh
- * directory under `path`, removed when the job ends. Reads and writes stay synchronous; writes are buffered and
+ * directory under `path`, removed when the job ends; the directories of processes that were killed are removed by
+ * the next start under the same `path`. Reads and writes stay synchronous; writes are buffered and
  * written in batches, and a checkpoint reads an LMDB read transaction while processing continues.
  * @example
  * import { lmdbStateBackend } from 'weir/node';
@@ -66,10 +67,17 @@ export function lmdbStateBackend(options: LmdbStateBackendOptions = {}): StateBa
   if (mapSize !== undefined && !(Number.isSafeInteger(mapSize) && mapSize > 0)) {
     throw new RangeError(`lmdbStateBackend: mapSize must be a positive number of bytes, not ${String(mapSize)}`);
   }
+  // The first backend made removes the working directories that killed processes left under `path`.
+  let swept = false;
   return withStateTtl({
     name: 'lmdb',
-    createKeyedBackend: ({ uid, maxParallelism, keyGroupRange, onStateRegistered, trackChanges }) =>
-      new LmdbKeyedStateBackend(uid, maxParallelism, keyGroupRange, { path, mapSize, writeBatch, onStateRegistered, trackChanges: trackChanges ?? false }),
+    createKeyedBackend: ({ uid, maxParallelism, keyGroupRange, onStateRegistered, trackChanges }) => {
+      if (!swept) {
+        swept = true;
+        removeAbandonedWorkingDirectories(path);
+      }
+      return new LmdbKeyedStateBackend(uid, maxParallelism, keyGroupRange, { path, mapSize, writeBatch, onStateRegistered, trackChanges: trackChanges ?? false });
+    },
   });
 }
 
@@ -128,7 +136,7 @@ class LmdbKeyedStateBackend implements KeyedStateBackend, RowStore {
     },
   ) {
     mkdirSync(options.path, { recursive: true });
-    this.directory = mkdtempSync(join(options.path, 'weir-lmdb-'));
+    this.directory = mkdtempSync(workingDirectoryPrefix(options.path));
     // Working state is rebuilt from a checkpoint after a crash, so it needs no durability: no fsync, no compression.
     this.db = open<unknown, Buffer>({
       path: this.directory,

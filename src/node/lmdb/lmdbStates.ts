@@ -1,6 +1,6 @@
 import type { AggregatingState, ListState, MapState, ReducingState, StateDescriptor, ValueState } from '../../core/types.js';
 import { copyValue } from '../../state/copyValue.js';
-import { rejectNull } from '../../state/stateChecks.js';
+import { checkedElements, checkedEntries, rejectNull } from '../../state/stateChecks.js';
 import type { MapRows } from './mapRows.js';
 import type { RowStore } from './rowStore.js';
 import type { ValueRows } from './valueRows.js';
@@ -53,15 +53,22 @@ export class LmdbListState<T> implements ListState<T> {
   }
 
   addAll(values: Iterable<T>): void {
-    for (const value of values) this.add(value);
+    const added = checkedElements(values, this.name, 'addAll');
+    if (added.length === 0) return;
+    const key = this.store.currentKey(this.name);
+    const list = this.rows.get(key);
+    if (list === undefined) this.rows.set(key, added === values ? added.slice() : (added as T[]));
+    else {
+      for (let i = 0; i < added.length; i++) list.push(added[i]!);
+      this.rows.set(key, list);
+    }
   }
 
   update(values: Iterable<T>): void {
-    const list = Array.from(values);
-    for (const value of list) rejectNull(value, this.name, 'cannot hold');
+    const checked = checkedElements(values, this.name, 'update');
     const key = this.store.currentKey(this.name);
-    if (list.length === 0) this.rows.delete(key);
-    else this.rows.set(key, list);
+    if (checked.length === 0) this.rows.delete(key);
+    else this.rows.set(key, checked === values ? checked.slice() : (checked as T[]));
   }
 
   clear(): void {
@@ -82,7 +89,7 @@ export class LmdbMapState<K, V> implements MapState<K, V> {
   }
 
   putAll(entries: Iterable<readonly [K, V]> | Map<K, V>): void {
-    for (const [key, value] of entries) this.put(key, value);
+    this.rows.putAll(this.store.currentKey(this.name), checkedEntries(entries, this.name));
   }
 
   remove(key: K): void {

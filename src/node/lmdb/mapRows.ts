@@ -65,6 +65,18 @@ export class MapRows<K, V> {
     this.store.db.putSync(this.row(userKey, mapKey, namespace), this.encodeEntry(mapKey, value));
   }
 
+  /**
+   * Writes every entry in one transaction: a map key the encoding rejects, or a value the serializer cannot
+   * encode, aborts it, so a rejected `putAll` writes nothing.
+   */
+  putAll(userKey: Key, entries: Iterable<readonly [K, V]>, namespace = this.store.namespace): void {
+    const { db } = this.store;
+    db.transactionSync(() => {
+      for (const [mapKey, value] of entries) db.put(this.row(userKey, mapKey, namespace), this.encodeEntry(mapKey, value));
+    });
+    this.changed(userKey, namespace);
+  }
+
   remove(userKey: Key, mapKey: K): void {
     this.changed(userKey, this.store.namespace);
     this.store.db.removeSync(this.row(userKey, mapKey));

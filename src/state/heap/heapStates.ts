@@ -1,6 +1,6 @@
 import type { AggregatingState, Key, ListState, MapState, ReducingState, ValueState } from '../../core/types.js';
 import { copyValue } from '../copyValue.js';
-import { rejectNull } from '../stateChecks.js';
+import { checkedElements, checkedEntries, rejectNull } from '../stateChecks.js';
 import type { StateFamily } from './stateFamily.js';
 import type { StateTable } from './stateTable.js';
 
@@ -78,14 +78,19 @@ export class HeapListState<T> extends HeapState<T[]> implements ListState<T> {
   }
 
   addAll(values: Iterable<T>): void {
-    for (const value of values) this.add(value);
+    const added = checkedElements(values, this.name, 'addAll');
+    if (added.length === 0) return;
+    const key = this.key();
+    const table = this.writeTable();
+    const list = table.mutable(key);
+    if (list === undefined) table.set(key, added === values ? added.slice() : (added as T[]));
+    else for (let i = 0; i < added.length; i++) list.push(added[i]!);
   }
 
   update(values: Iterable<T>): void {
-    const list = Array.from(values);
-    for (const value of list) rejectNull(value, this.name, 'cannot hold');
-    if (list.length === 0) this.clear();
-    else this.writeTable().set(this.key(), list);
+    const checked = checkedElements(values, this.name, 'update');
+    if (checked.length === 0) this.clear();
+    else this.writeTable().set(this.key(), checked === values ? checked.slice() : (checked as T[]));
   }
 }
 
@@ -104,7 +109,13 @@ export class HeapMapState<K, V> extends HeapState<Map<K, V>> implements MapState
   }
 
   putAll(entries: Iterable<readonly [K, V]> | Map<K, V>): void {
-    for (const [key, value] of entries) this.put(key, value);
+    const checked = checkedEntries(entries, this.name);
+    if ((checked instanceof Map ? checked.size : (checked as readonly unknown[]).length) === 0) return;
+    const stateKey = this.key();
+    const table = this.writeTable();
+    let map = table.mutable(stateKey);
+    if (map === undefined) table.set(stateKey, (map = new Map()));
+    for (const [key, value] of checked) map.set(key, value);
   }
 
   remove(key: K): void {

@@ -1,6 +1,6 @@
 import type { AggregatingState, AggregateFunction, ListState, MapState, ReducingState, ValueState } from '../../core/types.js';
 import { copyValue } from '../copyValue.js';
-import { rejectNull } from '../stateChecks.js';
+import { checkedElements, checkedEntries, rejectNull } from '../stateChecks.js';
 import { isExpired, type ResolvedTtl } from './ttlConfig.js';
 import { RESTAMP, type Stamped } from './ttlDescriptor.js';
 
@@ -95,17 +95,19 @@ export class TtlListState<T> implements ListState<T> {
   }
 
   addAll(values: Iterable<T>): void {
-    for (const value of values) this.add(value);
+    this.stored.addAll(this.stamped(values, 'addAll'));
+    this.scope.accessed();
   }
 
   update(values: Iterable<T>): void {
-    const now = this.scope.now();
-    const stamped = Array.from(values, (value): Stamped<T> => {
-      rejectNull(value, this.scope.name, 'cannot hold');
-      return [value, now];
-    });
-    this.stored.update(stamped);
+    this.stored.update(this.stamped(values, 'update'));
     this.scope.accessed();
+  }
+
+  /** The values, all checked before the backend sees any (so a rejected call writes nothing), stamped now. */
+  private stamped(values: Iterable<T>, call: string): Stamped<T>[] {
+    const now = this.scope.now();
+    return checkedElements(values, this.scope.name, call).map((value): Stamped<T> => [value, now]);
   }
 
   clear(): void {
@@ -148,7 +150,10 @@ export class TtlMapState<K, V> implements MapState<K, V> {
   }
 
   putAll(entries: Iterable<readonly [K, V]> | Map<K, V>): void {
-    for (const [key, value] of entries) this.put(key, value);
+    const now = this.scope.now();
+    const stamped = Array.from(checkedEntries(entries, this.scope.name), ([key, value]): [K, Stamped<V>] => [key, [value, now]]);
+    this.stored.putAll(stamped);
+    this.scope.accessed();
   }
 
   remove(key: K): void {
