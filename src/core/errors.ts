@@ -114,7 +114,9 @@ export class StorageQuotaExceededError extends WeirError {
  * The file system refused a checkpoint, lock or output file: it is read-only, or this process lacks permission. The
  * message names the file and the real cause (`cause` keeps the system error); what was written before is intact.
  */
-export class StorageAccessError extends WeirError {}
+export class StorageAccessError extends WeirError {
+  override name = 'StorageAccessError';
+}
 
 /** More checkpoints failed in a row than `checkpoints.tolerableFailures` allows. */
 export class CheckpointFailuresExceededError extends WeirError {
