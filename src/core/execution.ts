@@ -10,7 +10,7 @@ import { keyGroupRangeFor } from './keyGroups.js';
 import type { GraphNode, TaskContext } from './graph.js';
 import type { JobGraph } from './jobGraph.js';
 import { SourceRunner } from './sourceRunner.js';
-import type { Json, KeyGroupRange, KeyedStateBackend, Scheduler, SinkWriter, StateBackend, StateClock } from './types.js';
+import type { Json, KeyGroupRange, KeyedStateBackend, Scheduler, SinkWriter, SourceReader, StateBackend, StateClock } from './types.js';
 
 export interface ExecutionOptions {
   graph: JobGraph;
@@ -37,6 +37,8 @@ export class Execution {
   private resolveDone!: () => void;
   private rejectDone!: (error: unknown) => void;
   private readonly runners: SourceRunner<unknown>[] = [];
+  /** Readers opened but not yet running: a start that fails before subscribing to them closes them in teardown. */
+  private readonly idleReaders = new Set<SourceReader<unknown>>();
   /** What each runner's source failure is attributed to (its uid and source). */
   private readonly runnerSources = new Map<SourceRunner<unknown>, { uid: string; operator: string }>();
   private readonly writers: SinkWriter<unknown>[] = [];
@@ -168,7 +170,9 @@ export class Execution {
       );
     }
     const reader = await source.open({ uid: node.uid, restoredOffset: source.replayable ? offset : undefined });
+    this.idleReaders.add(reader);
     return new Observable<StreamElement<unknown>>((subscriber) => {
+      this.idleReaders.delete(reader);
       const runner = new SourceRunner(reader, subscriber, {
         chunkSize: this.options.chunkSize,
         snapshot: (barrier, position, forward) => task.snapshot(barrier, () => ({ operator: { offset: position } }), forward),
@@ -333,6 +337,8 @@ export class Execution {
     this.queryable.close();
     this.subscriptions.forEach((subscription) => subscription.unsubscribe());
     this.runners.forEach((runner) => runner.stop());
+    for (const reader of this.idleReaders) Promise.resolve().then(() => reader.close?.()).catch(() => undefined);
+    this.idleReaders.clear();
     this.backends.forEach((backend) => backend.dispose());
   }
 }

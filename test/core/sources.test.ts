@@ -129,3 +129,27 @@ describe('fromObservable', () => {
     });
   });
 });
+
+describe('a start that fails after a source was opened', () => {
+  it('closes the readers it opened (a later source failed to open)', async () => {
+    const closed: string[] = [];
+    const opened = (name: string): Source<number> => ({
+      name,
+      replayable: true,
+      open: () => ({ read: () => null, offset: () => 0, close: () => void closed.push(name) }),
+    });
+    const refusing: Source<number> = {
+      name: 'refusing',
+      replayable: true,
+      open: () => {
+        throw new Error('the broker refused the connection');
+      },
+    };
+    const job = createJob({ name: 'opens' });
+    const out = collect<number>();
+    job.source(opened('first'), { uid: 'first' }).pipe(out.sink({ uid: 'first-out' }));
+    job.source(refusing, { uid: 'refusing' }).pipe(out.sink({ uid: 'refusing-out' }));
+    await expect(job.start().done).rejects.toThrow(/refused/);
+    expect(closed).toEqual(['first']);
+  });
+});
