@@ -337,7 +337,14 @@ export class Execution {
     this.queryable.close();
     this.subscriptions.forEach((subscription) => subscription.unsubscribe());
     this.runners.forEach((runner) => runner.stop());
-    for (const reader of this.idleReaders) Promise.resolve().then(() => reader.close?.()).catch(() => undefined);
+    // Closed before `done` settles, so a caller that retries at once finds the source's resources released.
+    for (const reader of this.idleReaders) {
+      try {
+        Promise.resolve(reader.close?.()).catch(() => undefined);
+      } catch {
+        // A reader that fails to close has nothing left to release.
+      }
+    }
     this.idleReaders.clear();
     this.backends.forEach((backend) => backend.dispose());
   }
