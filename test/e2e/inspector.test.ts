@@ -5,8 +5,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { CheckpointStorage } from 'weir';
 import { fsCheckpointStorage } from 'weir/node';
-import { pausableSource } from '../checkpoint/fixtures';
+import { pausableSource, readings, sumsJob } from '../checkpoint/fixtures';
 import { checkpointVisits, visits, visitsJob } from '../query/fixtures';
 import { artifactPath, buildPlayground, chromiumPath, launchChromium } from './e2eSupport';
 
@@ -42,6 +43,21 @@ describe.skipIf(!chromiumPath)('visual inspector (Chromium, weir inspect --serve
     paused.release(30);
     await running.done;
     await rm(elsewhere, { recursive: true, force: true });
+    // Job 'write-failures' (listed after 'visits', which the page opens first): checkpoint 1 fails on a full disk (its directory is removed), the final checkpoint 2 completes.
+    const storage = fsCheckpointStorage(root);
+    const fullDisk: CheckpointStorage = {
+      ...storage,
+      async write(path, data) {
+        if (/chk-1\/sum\./.test(path)) throw Object.assign(new Error(`ENOSPC: no space left on device, write '${path}'`), { code: 'ENOSPC' });
+        return storage.write(path, data);
+      },
+    };
+    const sums = pausableSource(readings, [50]);
+    const failing = sumsJob({ name: 'write-failures', checkpoints: { storage: fullDisk, tolerableFailures: 1 }, onWarning: () => undefined }, sums.source).job.start();
+    await sums.reached(50);
+    failing.checkpoint().catch(() => undefined);
+    sums.release(50);
+    await failing.done;
 
     uiDir = await buildPlayground();
     cli = spawn(process.execPath, [bin, 'inspect', root, '--serve'], { env: { ...process.env, WEIR_INSPECTOR_UI: uiDir }, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -73,6 +89,15 @@ describe.skipIf(!chromiumPath)('visual inspector (Chromium, weir inspect --serve
     expect((await fetch(`${base}/api/read?path=../etc/passwd`)).status).toBe(400);
     expect((await fetch(`${base}/api/read?path=visits/chk-9/_metadata`)).status).toBe(404);
     expect((await fetch(`${base}/api/list?dir=visits`, { method: 'POST' })).status).toBe(405);
+  });
+
+  it('lists a failed checkpoint among the completed ones, with its reason', async () => {
+    await page.goto(`${url}&job=write-failures`);
+    const failed = page.locator('#checkpoints tr.failed');
+    await failed.waitFor();
+    expect(await failed.locator('td').first().innerText()).toBe('1');
+    expect(await failed.innerText()).toMatch(/ENOSPC: no space left on device/);
+    await page.locator('#checkpoints tr[data-path="write-failures/chk-2"]').waitFor();
   });
 
   it('shows the timeline, per-state counts and the key-group histogram', async () => {
