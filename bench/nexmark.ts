@@ -62,29 +62,29 @@ async function checkAgreement<R>(query: NexmarkQuery<R>, events: readonly Nexmar
 
 async function measureQuery<R>(query: NexmarkQuery<R>, events: readonly NexmarkEvent[]): Promise<Result[]> {
   const results = await checkAgreement(query, events);
-  const counted = { weir: 0, checkpointed: 0, rx: 0, loop: 0 };
-  const counter = (side: Side) => () => void counted[side]++;
   let periodicCheckpoints = Number.POSITIVE_INFINITY;
-  const timed = async (side: Side, run: () => unknown): Promise<number> => {
-    counted[side] = 0;
+  /** Times one side's run with a sink that only counts, and checks that it emitted what the checked run did. */
+  const timed = (side: Side, run: (sink: () => void) => Promise<number> | number) => async (): Promise<number> => {
+    let count = 0;
+    const ms = await run(() => void count++);
+    if (count !== results) throw new Error(`nexmark ${query.name}: ${side} emitted ${count} results in a timed run, ${results} in the checked one`);
+    return perSecond(events.length, ms);
+  };
+  const clocked = async (run: () => unknown): Promise<number> => {
     const start = performance.now();
     await run();
-    const ms = performance.now() - start;
-    if (counted[side] !== results) throw new Error(`nexmark ${query.name}: ${side} emitted ${counted[side]} results in a timed run, ${results} before`);
-    return perSecond(events.length, ms);
+    return performance.now() - start;
   };
   const best = await sideBySide<Side>(
     {
-      weir: () => timed('weir', () => query.weir(events, counter('weir'))),
-      checkpointed: async () => {
-        counted.checkpointed = 0;
-        const { ms, result } = await checkpointed(query, events, counter('checkpointed'));
-        if (counted.checkpointed !== results) throw new Error(`nexmark ${query.name}: checkpointed weir emitted ${counted.checkpointed} results, ${results} before`);
+      weir: timed('weir', (sink) => clocked(() => query.weir(events, sink))),
+      checkpointed: timed('checkpointed', async (sink) => {
+        const { ms, result } = await checkpointed(query, events, sink);
         periodicCheckpoints = Math.min(periodicCheckpoints, result.checkpoints.filter((c) => !c.final).length);
-        return perSecond(events.length, ms);
-      },
-      rx: () => timed('rx', () => query.rx(events, counter('rx'))),
-      loop: () => timed('loop', () => query.loop(events, counter('loop'))),
+        return ms;
+      }),
+      rx: timed('rx', (sink) => clocked(() => query.rx(events, sink))),
+      loop: timed('loop', (sink) => clocked(() => query.loop(events, sink))),
     },
     { rounds: ROUNDS, best: 'max' },
   );
@@ -109,6 +109,7 @@ async function measureQuery<R>(query: NexmarkQuery<R>, events: readonly NexmarkE
  * loop, run side by side in this process; their results must agree. weir runs again with fs checkpoints every second.
  */
 export async function nexmark(): Promise<Result[]> {
+  if (!(Number.isInteger(EVENTS) && EVENTS > 0)) throw new Error(`nexmark: NEXMARK_EVENTS must be a positive integer, got '${process.env.NEXMARK_EVENTS}'`);
   const events = generateEvents(EVENTS);
   const results: Result[] = [];
   for (const query of nexmarkQueries) results.push(...(await measureQuery(query, events)));
