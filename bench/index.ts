@@ -5,6 +5,7 @@ import { checkpointing } from './checkpointing';
 import { keyedReduce } from './keyedReduce';
 import { incremental } from './incremental';
 import { largeState } from './largeState';
+import { nexmark } from './nexmark';
 import { printTable, writeResults, type Result } from './report';
 import { query } from './query';
 import { savepoint } from './savepoint';
@@ -24,6 +25,7 @@ const groups: Record<string, () => Promise<Result[]>> = {
   alignment,
   savepoint,
   windows,
+  nexmark,
   browser,
   query,
 };
