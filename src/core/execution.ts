@@ -74,7 +74,11 @@ export class Execution {
     });
     const consumers = graph.consumers();
     const outputs = new Map<GraphNode, Observable<StreamElement<unknown>>>();
-    /** What the attempt subscribes to: every sink, and every branch that ends in an operator instead of a sink. */
+    /**
+     * What the attempt subscribes to: every node nothing downstream consumes. That is each sink, and also a branch
+     * that ends in an operator whose state is only read through queries (valid in Flink too), or a source nobody
+     * reads: otherwise their records and barriers would never flow, and checkpoints and the end would wait forever.
+     */
     const ends: Observable<StreamElement<unknown>>[] = [];
     const tasks = new Map<string, CheckpointTask>();
     for (const node of graph.nodes) {
@@ -85,13 +89,10 @@ export class Execution {
         this.sourceCount++;
       } else if (node.sink) {
         output = await this.sinkOutput(node, task, outputs.get(node.inputs[0]!)!);
-        ends.push(output);
       } else {
         output = node.build!(task, node.inputs.map((input) => outputs.get(input)!));
-        // A branch may end in an operator whose state is only read through queries (valid in Flink too): nothing
-        // downstream subscribes to it, so the attempt does, or its records and barriers would never flow through it.
-        if (consumers.get(node)!.length === 0) ends.push(output);
       }
+      if (consumers.get(node)!.length === 0) ends.push(output);
       if (node.stateful) {
         for (let subtask = 0; subtask < (node.parallelism ?? 1); subtask++) tasks.set(taskId(node.uid, subtask), { uid: node.uid, subtask, role: node.role });
       }

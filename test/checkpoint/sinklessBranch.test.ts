@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createJob, keyBy, memoryCheckpointStorage, process, valueState, type Source } from 'weir';
+import { createJob, forEach, fromArray, keyBy, memoryCheckpointStorage, process, valueState, type Source } from 'weir';
 import { CHUNK, pausableSource, readings, type Reading } from './fixtures';
 
 const total = valueState<number>('total', { default: 0, queryable: 'total' });
@@ -33,6 +33,18 @@ describe('a branch that ends in an operator, without a sink', () => {
     expect(await restored.query('total', 'k1')).toBe(sumOf('k1', 90));
     second.release(90);
     const result = await restored.done;
+    expect(result.checkpoints.at(-1)?.final).toBe(true);
+  });
+});
+
+describe('a source that nothing reads', () => {
+  it('does not keep the job from checkpointing and finishing', async () => {
+    const job = createJob({ name: 'unread', chunkSize: CHUNK, checkpoints: { storage: memoryCheckpointStorage() } });
+    const out: number[] = [];
+    job.source(fromArray([1, 2, 3]), { uid: 'read' }).pipe(forEach((n) => void out.push(n)));
+    job.source(fromArray([4, 5]), { uid: 'unread' });
+    const result = await job.start().done;
+    expect(out).toEqual([1, 2, 3]);
     expect(result.checkpoints.at(-1)?.final).toBe(true);
   });
 });
