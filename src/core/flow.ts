@@ -35,6 +35,11 @@ export class Flow<T> {
   pipe<A, B, C, D, E, F, G, H>(
     op1: Fn<this, A>, op2: Fn<A, B>, op3: Fn<B, C>, op4: Fn<C, D>, op5: Fn<D, E>, op6: Fn<E, F>, op7: Fn<F, G>, op8: Fn<G, H>,
   ): H;
+  // Nine typed operators, as RxJS's own pipe has: past them the rest overload types the result as unknown.
+  pipe<A, B, C, D, E, F, G, H, I>(
+    op1: Fn<this, A>, op2: Fn<A, B>, op3: Fn<B, C>, op4: Fn<C, D>, op5: Fn<D, E>, op6: Fn<E, F>, op7: Fn<F, G>, op8: Fn<G, H>,
+    op9: Fn<H, I>,
+  ): I;
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the overloads above carry the types
   pipe(...operators: Fn<any, unknown>[]): unknown;
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
