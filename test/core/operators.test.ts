@@ -42,6 +42,26 @@ async function run<T, R>(records: T[], build: (flow: Flow<T>) => Flow<R>): Promi
   return [...out.values];
 }
 
+describe('pipe', () => {
+  it('types nine operators in one call, as RxJS does (tsc checks the callbacks)', async () => {
+    const job = createJob({ name: 'nine' });
+    const out = collect<string>();
+    job.source(fromArray([1, 2]), { uid: 'in' }).pipe(
+      map((n) => n + 1),
+      map((n) => n * 2),
+      filter((n) => n > 0),
+      map((n) => n + 1),
+      map((n) => n - 1),
+      map((n) => n * 10),
+      map((n) => n / 10),
+      map((n) => `#${n.toFixed(0)}`),
+      out.sink(),
+    );
+    await job.start().done;
+    expect(out.values).toEqual(['#4', '#6']);
+  });
+});
+
 describe('stateless operators', () => {
   it('map applies a function to every record', async () => {
     expect(await run([1, 2, 3], (f) => f.pipe(map((n) => n * 10)))).toEqual([10, 20, 30]);
