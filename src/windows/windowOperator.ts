@@ -7,13 +7,14 @@ import type { Output } from '../operators/process.js';
 import { listState, valueState } from '../state/descriptors.js';
 import { jsonSerializer } from '../state/serializers.js';
 import { TimerService, savedTimers, type TimeDomain } from '../time/timerService.js';
+import { LATE_DATA } from './lateData.js';
+import { slicedWindowOperator } from './slicedWindowOperator.js';
 import { timeWindow, windowOfId } from './timeWindow.js';
 import type { ProcessWindowFunction, WindowContents, WindowContext } from './windowFunction.js';
 import type { WindowedFlow } from './windowedFlow.js';
 import type { TriggerContext, TriggerResult, TriggerState, Window } from './windowTypes.js';
 
-/** The side output tag late records go to; read it with `lateData()`. */
-export const LATE_DATA = 'late-data';
+export { LATE_DATA };
 
 const VOID = '';
 
@@ -34,6 +35,10 @@ export function windowOperator<T, R>(
   const { assigner, trigger, allowedLateness } = input.window;
   const evictToLast = assigner.evictToLast;
   const eventTime = assigner.time === 'event-time';
+  // Slices need partial results that merge and firing at the window's end only; anything else keeps each window.
+  if (contents.slicing && assigner.aligned && eventTime && input.window.defaultTrigger && evictToLast === undefined && !assigner.merging) {
+    return slicedWindowOperator<T, R>(input, kind, uid, contents.slicing, userFunction, parallelism);
+  }
   const flow = keyedOperate<T, R>(input, kind, uid, (backend, emit, task, fail) => {
     const record = task.record;
     const listed = listState<T>('window-contents');
@@ -120,8 +125,12 @@ export function windowOperator<T, R>(
       if (result === 'purge' || result === 'fire-and-purge') purge();
     }
 
+    // The default time triggers register a timer at the window's end for each element, which is the cleanup timer
+    // too when nothing outlives the end (processing time, or no allowed lateness): registering it again per record
+    // and window would only cost timer-queue lookups.
+    const cleanupIsTriggerTimer = input.window.defaultTrigger && assigner.time !== undefined && (!eventTime || allowedLateness === 0);
     function registerCleanup(window: Window): void {
-      if (window.maxTimestamp >= Number.MAX_SAFE_INTEGER) return;
+      if (cleanupIsTriggerTimer || window.maxTimestamp >= Number.MAX_SAFE_INTEGER) return;
       if (eventTime) timers.registerEventTimeTimer(currentKey, window.id, cleanupTime(window));
       else timers.registerProcessingTimeTimer(currentKey, window.id, cleanupTime(window));
     }
