@@ -75,12 +75,21 @@ export function slicedWindowOperator<T, R>(
     /** When the window ending at `end` is dropped for good: its last instant plus the allowed lateness. */
     const cleanupTime = (end: number) => Math.min(end - 1 + allowedLateness, Number.MAX_SAFE_INTEGER);
 
-    /** The key's merged partial result of a window (undefined: nothing in it); slices' own values stay as they are. */
+    /**
+     * The key's merged partial result of a window (undefined: nothing in it), leaving the slices' own values as they
+     * are; `sharedSeen` tells whether a slice the next window shares held something.
+     */
+    let sharedSeen = false;
     function contentsOf(window: Window): unknown {
       let merged: unknown;
       let copied = false;
-      const add = (value: unknown) => {
-        if (value === undefined) return;
+      sharedSeen = false;
+      const shared = window.start + slide;
+      for (let start = window.start; start < window.end; start += length) {
+        backend.setCurrentNamespace(slices.at(start).id);
+        const value = state.get();
+        if (value === undefined) continue;
+        if (start >= shared) sharedSeen = true;
         if (merged === undefined) merged = value;
         else {
           if (!copied) {
@@ -89,24 +98,13 @@ export function slicedWindowOperator<T, R>(
           }
           merged = slicing.merge(merged, value);
         }
-      };
-      for (let start = window.start; start < window.end; start += length) {
-        backend.setCurrentNamespace(slices.at(start).id);
-        add(state.get());
       }
       if (sliced) {
         backend.setCurrentNamespace(window.id);
-        add(state.get());
+        const value = state.get();
+        if (value !== undefined) merged = merged === undefined ? value : slicing.merge(copied ? merged : copyValue(merged), value);
       }
       return merged;
-    }
-
-    function hasContents(window: Window): boolean {
-      for (let start = window.start; start < window.end; start += length) {
-        backend.setCurrentNamespace(slices.at(start).id);
-        if (state.get() !== undefined) return true;
-      }
-      return false;
     }
 
     /** Emits the window's result for the current key; false when the key has nothing in it. */
@@ -165,9 +163,12 @@ export function slicedWindowOperator<T, R>(
       const window = timerWindow;
       if (time === window.maxTimestamp && fire(window)) {
         if (allowedLateness > 0) timers.registerEventTimeTimer(key, window.id, cleanupTime(window.end));
-        // Slices are shared: the next window of the key may have no record of its own to register its timer.
-        const next = windows.at(window.start + slide);
-        if (hasContents(next)) timers.registerEventTimeTimer(key, next.id, next.maxTimestamp);
+        // Slices are shared: the next window of the key may have no record of its own to register its timer (the
+        // slices it does not share register it when they get their first record).
+        if (sharedSeen) {
+          const next = windows.at(window.start + slide);
+          timers.registerEventTimeTimer(key, next.id, next.maxTimestamp);
+        }
       }
       if (time === cleanupTime(window.end)) clearLast(window);
       backend.setCurrentNamespace(VOID);

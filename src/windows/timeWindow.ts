@@ -48,12 +48,17 @@ export class WindowCache {
     private readonly limit = 4096,
   ) {}
 
+  /** The window handed out last: consecutive records mostly fall in the same one. */
+  private last: Window | undefined;
+
   at(start: number): Window {
+    if (this.last?.start === start) return this.last;
     let window = this.byStart.get(start);
     if (window === undefined) {
       if (this.byStart.size >= this.limit) this.byStart.clear();
       this.byStart.set(start, (window = Object.freeze(timeWindow(start, start + this.length))));
     }
+    this.last = window;
     return window;
   }
 }
