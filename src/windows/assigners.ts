@@ -42,7 +42,7 @@ export function tumbling(size: number, offsetOrOptions?: number | TimeWindowOpti
     name,
     time,
     merging: false,
-    aligned: { size, slide: size, offset },
+    ...(Number.isInteger(size) && Number.isInteger(offset) ? { aligned: { size, slide: size, offset } } : {}),
     assign(timestamp) {
       const start = windowStart(timestamp, offset, size);
       // Consecutive records mostly fall in the window of the previous one (or, out of order, the one before it):
@@ -73,22 +73,29 @@ export function sliding(size: number, slide: number, offsetOrOptions?: number | 
   if (Math.abs(offset) >= slide) throw new JobDefinitionError(`${name}: |offset| must be smaller than the slide, got ${offset}`);
   // The windows of a record depend only on its slice of gcd(size, slide) ms: records of a slice share one frozen
   // array of shared windows, so a record costs no window object nor id string for windows that already exist.
-  const length = gcd(size, slide);
+  // Whole milliseconds only: the gcd of fractions is at the mercy of rounding, and a slice must never straddle a
+  // window's start.
+  const whole = Number.isInteger(size) && Number.isInteger(slide) && Number.isInteger(offset);
+  const length = whole ? gcd(size, slide) : 0;
   const windows = new WindowCache(size);
   const bySlice = new Map<number, Window[]>();
+  const windowsAt = (timestamp: number) => {
+    const assigned: Window[] = [];
+    for (let start = windowStart(timestamp, offset, slide); start > timestamp - size; start -= slide) assigned.push(windows.at(start));
+    return assigned;
+  };
   return {
     name,
     time,
     merging: false,
-    aligned: { size, slide, offset },
+    ...(whole ? { aligned: { size, slide, offset } } : {}),
     assign(timestamp) {
+      if (!whole) return windowsAt(timestamp);
       const slice = windowStart(timestamp, offset, length);
       let assigned = bySlice.get(slice);
       if (assigned === undefined) {
-        assigned = [];
-        for (let start = windowStart(slice, offset, slide); start > slice - size; start -= slide) assigned.push(windows.at(start));
         if (bySlice.size >= 1024) bySlice.clear();
-        bySlice.set(slice, Object.freeze(assigned) as Window[]);
+        bySlice.set(slice, (assigned = Object.freeze(windowsAt(slice)) as Window[]));
       }
       return assigned;
     },

@@ -14,6 +14,18 @@ import type { Window } from './windowTypes.js';
 const VOID = '';
 
 /**
+ * A window's firing reads all its slices, once per key and window end (Flink's slicing does the same): a key with
+ * few records then costs slices-per-window reads for each of its windows, where one state per window costs one
+ * update per record and window. Beyond this many slices per window the per-window state is kept instead.
+ */
+const MAX_SLICES_PER_WINDOW = 100;
+
+/** Whether windows of this geometry are worth slicing. */
+export function slicesPay({ size, slide }: { size: number; slide: number }): boolean {
+  return size / gcd(size, slide) <= MAX_SLICES_PER_WINDOW;
+}
+
+/**
  * Tumbling and sliding event-time windows with a pre-aggregating function (reduce, aggregate) and the default
  * trigger, by slices, as Flink SQL's window aggregation ("slicing") and Scotty do: time is cut into slices of
  * gcd(size, slide) ms, each record updates the one slice it falls in, and a window's result is the merge of its

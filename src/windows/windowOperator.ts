@@ -8,7 +8,7 @@ import { listState, valueState } from '../state/descriptors.js';
 import { jsonSerializer } from '../state/serializers.js';
 import { TimerService, savedTimers, type TimeDomain } from '../time/timerService.js';
 import { LATE_DATA } from './lateData.js';
-import { slicedWindowOperator } from './slicedWindowOperator.js';
+import { slicedWindowOperator, slicesPay } from './slicedWindowOperator.js';
 import { timeWindow, windowOfId } from './timeWindow.js';
 import type { ProcessWindowFunction, WindowContents, WindowContext } from './windowFunction.js';
 import type { WindowedFlow } from './windowedFlow.js';
@@ -36,7 +36,7 @@ export function windowOperator<T, R>(
   const evictToLast = assigner.evictToLast;
   const eventTime = assigner.time === 'event-time';
   // Slices need partial results that merge and firing at the window's end only; anything else keeps each window.
-  if (contents.slicing && assigner.aligned && eventTime && input.window.defaultTrigger && evictToLast === undefined && !assigner.merging) {
+  if (contents.slicing && assigner.aligned && eventTime && input.window.defaultTrigger && evictToLast === undefined && !assigner.merging && slicesPay(assigner.aligned)) {
     return slicedWindowOperator<T, R>(input, kind, uid, contents.slicing, userFunction, parallelism);
   }
   const flow = keyedOperate<T, R>(input, kind, uid, (backend, emit, task, fail) => {
