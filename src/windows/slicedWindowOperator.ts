@@ -4,7 +4,8 @@ import { SideOutputElement, type Watermark } from '../core/elements.js';
 import { keyedOperate } from '../operators/keyedOperate.js';
 import type { Output } from '../operators/process.js';
 import { copyValue } from '../state/copyValue.js';
-import { TimerService, savedTimers, type TimeDomain } from '../time/timerService.js';
+import type { TimeDomain } from '../time/timerService.js';
+import { windowTimers } from './windowTimers.js';
 import { LATE_DATA } from './lateData.js';
 import { WindowCache, gcd, windowOfId, windowStart } from './timeWindow.js';
 import type { ProcessWindowFunction, WindowContext, WindowSlicing } from './windowFunction.js';
@@ -59,15 +60,7 @@ export function slicedWindowOperator<T, R>(
   return keyedOperate<T, R>(input, kind, uid, (backend, emit, task, fail) => {
     const record = task.record;
     const state = backend.getState(slicing.descriptor);
-    const timers = new TimerService(backend, task.scheduler, (domain, time, key, namespace) => {
-      try {
-        onTimer(domain, time, key, namespace);
-      } catch (error) {
-        fail(error);
-      }
-    });
-    const saved = savedTimers(task.restoredOperatorStates);
-    if (saved.length > 0) timers.restore(saved, task.maxParallelism, task.keyGroupRange);
+    const timers = windowTimers(backend, task, fail, onTimer);
 
     const slices = new WindowCache(length);
     const windows = new WindowCache(size);

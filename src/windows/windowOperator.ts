@@ -6,7 +6,8 @@ import { keyedOperate } from '../operators/keyedOperate.js';
 import type { Output } from '../operators/process.js';
 import { listState, valueState } from '../state/descriptors.js';
 import { jsonSerializer } from '../state/serializers.js';
-import { TimerService, savedTimers, type TimeDomain } from '../time/timerService.js';
+import type { TimeDomain, TimerService } from '../time/timerService.js';
+import { windowTimers } from './windowTimers.js';
 import { LATE_DATA } from './lateData.js';
 import { slicedWindowOperator, slicesPay } from './slicedWindowOperator.js';
 import { timeWindow, windowOfId } from './timeWindow.js';
@@ -50,16 +51,7 @@ export function windowOperator<T, R>(
       ? backend.getState(valueState<[number, number][]>('window-sessions', { serializer: jsonSerializer() }))
       : undefined;
 
-    const timers = new TimerService(backend, task.scheduler, (domain, time, key, namespace) => {
-      try {
-        onTimer(domain, time, key, namespace);
-      } catch (error) {
-        fail(error);
-      }
-    });
-    // Timers of every instance that saved some: this one keeps those of its key groups (rescaling).
-    const saved = savedTimers(task.restoredOperatorStates);
-    if (saved.length > 0) timers.restore(saved, task.maxParallelism, task.keyGroupRange);
+    const timers = windowTimers(backend, task, fail, onTimer);
 
     let currentKey: Key = '';
     let currentWindow: Window = timeWindow(0, 1);
