@@ -1,5 +1,5 @@
 import { defer, filter, from, mergeMap, scan } from 'rxjs';
-import { assignTimestamps, createJob, forEach, fromArray, heapStateBackend, keyBy, reduce, session, tumbling, window } from 'weir';
+import { assignTimestamps, createJob, forEach, fromArray, heapStateBackend, keyBy, reduce, session, sliding, tumbling, window, type WindowAssigner } from 'weir';
 import { makeEvents, perSecond, sideBySide } from './measure';
 import type { Result } from './report';
 
@@ -14,6 +14,10 @@ const OUT_OF_ORDERNESS = 100;
 const SESSION_GAP = 200;
 /** Session windows merge state per record and are slower: the first SESSION_EVENTS of the same events. */
 const SESSION_EVENTS = 1_000_000;
+/** Sliding windows of WINDOW ms every SLIDE ms: each record belongs to WINDOW / SLIDE = 10 windows. */
+const SLIDE = 100;
+/** Sliding windows cost the RxJS side ten map updates per record: the first SLIDING_EVENTS of the same events. */
+const SLIDING_EVENTS = 2_000_000;
 
 interface TimedEvent {
   readonly key: string;
@@ -43,14 +47,19 @@ interface Tally {
 }
 
 /** weir: assignTimestamps → keyBy → window(tumbling(1 s)) → reduce, heap backend, checkpoints off. */
-async function weirTumbling(events: TimedEvent[], interval: number, tally: Tally): Promise<number> {
+function weirTumbling(events: TimedEvent[], interval: number, tally: Tally): Promise<number> {
+  return weirWindows(events, interval, tumbling(WINDOW), tally);
+}
+
+/** weir: assignTimestamps → keyBy → window(assigner) → reduce, heap backend, checkpoints off. */
+async function weirWindows(events: TimedEvent[], interval: number, assigner: WindowAssigner, tally: Tally): Promise<number> {
   tally.windows = tally.sum = 0;
   const start = performance.now();
   const job = createJob({ name: 'bench-windows', stateBackend: heapStateBackend() });
   job.source(fromArray(events), { uid: 'events' }).pipe(
     assignTimestamps((e: TimedEvent) => e.ts, { outOfOrderness: OUT_OF_ORDERNESS, interval }),
     keyBy((e) => e.key),
-    window(tumbling(WINDOW)),
+    window(assigner),
     reduce(add, { uid: 'per-second' }),
     forEach((e) => {
       tally.windows++;
@@ -120,6 +129,65 @@ function rxTumbling(events: TimedEvent[], tally: Tally): Promise<number> {
   });
 }
 
+/**
+ * Plain RxJS for sliding windows, written by hand as the tumbling scan is: each record adds itself to the sums of
+ * the WINDOW / SLIDE open windows it belongs to (window start → key → sum), and a window is emitted and forgotten
+ * when the watermark passes its last instant.
+ */
+function rxSliding(events: TimedEvent[], tally: Tally): Promise<number> {
+  tally.windows = tally.sum = 0;
+  const start = performance.now();
+  const END = null;
+  return new Promise((resolve, reject) => {
+    defer(() => {
+      const open = new Map<number, Map<string, TimedEvent>>();
+      let maxTimestamp = Number.NEGATIVE_INFINITY;
+      let watermark = Number.NEGATIVE_INFINITY;
+      const none: TimedEvent[] = [];
+      const closeUpTo = (upTo: number): TimedEvent[] => {
+        let closed: TimedEvent[] | undefined;
+        for (const [windowStart, sums] of open) {
+          if (windowStart + WINDOW - 1 > upTo) continue;
+          closed ??= [];
+          for (const sum of sums.values()) closed.push(sum);
+          open.delete(windowStart);
+        }
+        return closed ?? none;
+      };
+      return from([...events, END]).pipe(
+        scan((_: TimedEvent[], event: TimedEvent | null) => {
+          if (event === END) return closeUpTo(Number.MAX_SAFE_INTEGER);
+          for (let windowStart = event.ts - (event.ts % SLIDE); windowStart > event.ts - WINDOW; windowStart -= SLIDE) {
+            if (windowStart + WINDOW - 1 <= watermark) break;
+            let sums = open.get(windowStart);
+            if (sums === undefined) open.set(windowStart, (sums = new Map()));
+            const current = sums.get(event.key);
+            sums.set(event.key, current === undefined ? event : add(current, event));
+          }
+          if (event.ts > maxTimestamp) {
+            maxTimestamp = event.ts;
+            const next = maxTimestamp - OUT_OF_ORDERNESS - 1;
+            if (next > watermark) {
+              watermark = next;
+              return closeUpTo(watermark);
+            }
+          }
+          return none;
+        }, none),
+        filter((closed) => closed.length > 0),
+        mergeMap((closed) => closed),
+      );
+    }).subscribe({
+      next: (e) => {
+        tally.windows++;
+        tally.sum += e.n;
+      },
+      error: reject,
+      complete: () => resolve(perSecond(events.length, performance.now() - start)),
+    });
+  });
+}
+
 /** weir: session windows (gap 200 ms) summing per key over the same events. */
 async function weirSessions(events: TimedEvent[], tally: Tally): Promise<number> {
   tally.windows = tally.sum = 0;
@@ -148,8 +216,8 @@ function checkSame(what: string, a: Tally, b: Tally): void {
 /**
  * `windows`: event-time tumbling 1 s windows summing per key, 5M events over 10k keys with up to 50 ms of
  * out-of-orderness, weir against a hand-written RxJS scan in the same run (weir with a watermark after every record
- * that advances it, as the scan does, and with the default periodic 200 ms watermarks); session windows (gap 200 ms,
- * the first 1M of the events) recorded.
+ * that advances it, as the scan does, and with the default periodic 200 ms watermarks); sliding 1 s windows every
+ * 100 ms the same way over the first 2M of the events; session windows (gap 200 ms, the first 1M) recorded.
  */
 export async function windows(): Promise<Result[]> {
   const events = makeTimedEvents(EVENTS, KEYS);
@@ -164,16 +232,29 @@ export async function windows(): Promise<Result[]> {
   );
   checkSame('weir and the RxJS scan', tallies.weir, tallies.rx);
   checkSame('weir with periodic watermarks and the RxJS scan', tallies.periodic, tallies.rx);
+  const slidingEvents = events.slice(0, SLIDING_EVENTS);
+  const slidingTallies = { weir: { windows: 0, sum: 0 }, rx: { windows: 0, sum: 0 } };
+  const slid = await sideBySide(
+    {
+      weir: () => weirWindows(slidingEvents, 0, sliding(WINDOW, SLIDE), slidingTallies.weir),
+      rx: () => rxSliding(slidingEvents, slidingTallies.rx),
+    },
+    { rounds: 3, best: 'max' },
+  );
+  checkSame('weir and the RxJS scan on sliding windows', slidingTallies.weir, slidingTallies.rx);
   const sessionTally = { windows: 0, sum: 0 };
   const sessionEvents = events.slice(0, SESSION_EVENTS);
   const sessions = await sideBySide({ sessions: () => weirSessions(sessionEvents, sessionTally) }, { rounds: 2, best: 'max' });
-  console.error(`[bench] windows: ${tallies.rx.windows} tumbling windows, ${sessionTally.windows} sessions`);
+  console.error(`[bench] windows: ${tallies.rx.windows} tumbling windows, ${slidingTallies.rx.windows} sliding windows, ${sessionTally.windows} sessions`);
   return [
     { name: 'windows/tumbling-weir', value: best.weir, unit: 'events/s' },
     { name: 'windows/tumbling-weir-periodic-watermarks', value: best.periodic, unit: 'events/s' },
     { name: 'windows/tumbling-rx-scan', value: best.rx, unit: 'events/s' },
     { name: 'windows/tumbling-weir-vs-rx', value: best.weir / best.rx, unit: 'ratio', bar: { op: '>=', value: 0.5 } },
     { name: 'windows/tumbling-weir-periodic-vs-rx', value: best.periodic / best.rx, unit: 'ratio' },
+    { name: 'windows/sliding-weir', value: slid.weir, unit: 'events/s' },
+    { name: 'windows/sliding-rx-scan', value: slid.rx, unit: 'events/s' },
+    { name: 'windows/sliding-weir-vs-rx', value: slid.weir / slid.rx, unit: 'ratio' },
     { name: 'windows/session-events-per-s', value: sessions.sessions, unit: 'events/s' },
   ];
 }

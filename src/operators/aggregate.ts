@@ -1,6 +1,7 @@
 import type { Flow, KeyedFlow } from '../core/flow.js';
 import type { AggregateFunction } from '../core/types.js';
 import { aggregatingState } from '../state/descriptors.js';
+import { copyValue } from '../state/copyValue.js';
 import type { ProcessWindowFunction } from '../windows/windowFunction.js';
 import { WindowedFlow } from '../windows/windowedFlow.js';
 import { rejectWindowOnly, rejectWindowQueryable, windowOperator } from '../windows/windowOperator.js';
@@ -31,6 +32,17 @@ export function aggregate<T, ACC, R, OUT = R>(
       const contents = {
         name: 'aggregate',
         incremental: { descriptor: aggregatingState('window-contents', fn, { serializer: options.serializer }) },
+        // Slices keep accumulators as the window state does (same name, kind and serializer), read raw to merge them.
+        slicing: {
+          descriptor: aggregatingState<T, ACC, ACC>(
+            'window-contents',
+            { createAccumulator: () => fn.createAccumulator(), add: (value, acc) => fn.add(value, acc), getResult: (acc) => acc, merge: (a, b) => fn.merge(a, b) },
+            { serializer: options.serializer },
+          ),
+          // Flink's merge may reuse either accumulator: the slice's one is copied so that it stays as it is.
+          merge: (a: unknown, b: unknown) => fn.merge(a as ACC, copyValue(b as ACC)),
+          result: (merged: unknown) => fn.getResult(merged as ACC),
+        },
         fromElements: (elements: T[]) => [fn.getResult(elements.reduce((acc, value) => fn.add(value, acc), fn.createAccumulator()))],
       };
       return windowOperator<T, OUT>(input, 'aggregate', options.uid, contents, options.process as ProcessWindowFunction<unknown, OUT> | undefined, options.parallelism);

@@ -44,9 +44,11 @@ export function reduce<T, R = T>(
   return (input) => {
     if (input instanceof WindowedFlow) {
       rejectWindowQueryable('reduce', options.queryable);
+      const descriptor = reducingState('window-contents', reducer, { serializer: options.serializer });
       const contents = {
         name: 'reduce',
-        incremental: { descriptor: reducingState('window-contents', reducer, { serializer: options.serializer }) },
+        incremental: { descriptor },
+        slicing: { descriptor, merge: reducer as (a: unknown, b: unknown) => unknown, result: (merged: unknown) => merged },
         fromElements: (elements: T[]) => [elements.reduce(reducer)],
       };
       return windowOperator<T, R>(input, 'reduce', options.uid, contents, options.process as ProcessWindowFunction<unknown, R> | undefined, options.parallelism);

@@ -1,5 +1,5 @@
 import { JobDefinitionError } from '../core/errors.js';
-import { GLOBAL_WINDOW, timeWindow, windowStart } from './timeWindow.js';
+import { GLOBAL_WINDOW, WindowCache, gcd, timeWindow, windowStart } from './timeWindow.js';
 import { count, eventTimeTrigger, neverTrigger, processingTimeTrigger, purging } from './triggers.js';
 import type { Window, WindowAssigner, WindowTime } from './windowTypes.js';
 
@@ -42,6 +42,7 @@ export function tumbling(size: number, offsetOrOptions?: number | TimeWindowOpti
     name,
     time,
     merging: false,
+    ...(Number.isInteger(size) && Number.isInteger(offset) ? { aligned: { size, slide: size, offset } } : {}),
     assign(timestamp) {
       const start = windowStart(timestamp, offset, size);
       // Consecutive records mostly fall in the window of the previous one (or, out of order, the one before it):
@@ -70,14 +71,33 @@ export function sliding(size: number, slide: number, offsetOrOptions?: number | 
   if (slide > size) throw new JobDefinitionError(`${name}: the slide must not be larger than the size (records would fall between windows)`);
   const { offset, time } = options(name, offsetOrOptions);
   if (Math.abs(offset) >= slide) throw new JobDefinitionError(`${name}: |offset| must be smaller than the slide, got ${offset}`);
+  // The windows of a record depend only on its slice of gcd(size, slide) ms: records of a slice share one frozen
+  // array of shared windows, so a record costs no window object nor id string for windows that already exist.
+  // Whole milliseconds only: the gcd of fractions is at the mercy of rounding, and a slice must never straddle a
+  // window's start.
+  const whole = Number.isInteger(size) && Number.isInteger(slide) && Number.isInteger(offset);
+  const length = whole ? gcd(size, slide) : 0;
+  const windows = new WindowCache(size);
+  const bySlice = new Map<number, Window[]>();
+  const windowsAt = (timestamp: number) => {
+    const assigned: Window[] = [];
+    for (let start = windowStart(timestamp, offset, slide); start > timestamp - size; start -= slide) assigned.push(windows.at(start));
+    return assigned;
+  };
   return {
     name,
     time,
     merging: false,
+    ...(whole ? { aligned: { size, slide, offset } } : {}),
     assign(timestamp) {
-      const windows: Window[] = [];
-      for (let start = windowStart(timestamp, offset, slide); start > timestamp - size; start -= slide) windows.push(timeWindow(start, start + size));
-      return windows;
+      if (!whole) return windowsAt(timestamp);
+      const slice = windowStart(timestamp, offset, length);
+      let assigned = bySlice.get(slice);
+      if (assigned === undefined) {
+        if (bySlice.size >= 1024) bySlice.clear();
+        bySlice.set(slice, (assigned = Object.freeze(windowsAt(slice)) as Window[]));
+      }
+      return assigned;
     },
     defaultTrigger: () => timeTrigger(time),
   };

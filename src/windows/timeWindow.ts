@@ -28,3 +28,37 @@ export function windowStart(timestamp: number, offset: number, size: number): nu
   const remainder = (timestamp - offset) % size;
   return remainder < 0 ? timestamp - (remainder + size) : timestamp - remainder;
 }
+
+/** The greatest common divisor of two window lengths: the length of the slices that tile both. */
+export function gcd(a: number, b: number): number {
+  while (b !== 0) [a, b] = [b, a % b];
+  return a;
+}
+
+/**
+ * The windows of one length by their start, built once and shared by every key and record: a record then costs no
+ * window object and no id string (whose hash the state and timer maps would compute again). Only the windows near
+ * the watermark are in use, so the cache is dropped wholesale when it grows past `limit`.
+ */
+export class WindowCache {
+  private readonly byStart = new Map<number, Window>();
+
+  constructor(
+    private readonly length: number,
+    private readonly limit = 4096,
+  ) {}
+
+  /** The window handed out last: consecutive records mostly fall in the same one. */
+  private last: Window | undefined;
+
+  at(start: number): Window {
+    if (this.last?.start === start) return this.last;
+    let window = this.byStart.get(start);
+    if (window === undefined) {
+      if (this.byStart.size >= this.limit) this.byStart.clear();
+      this.byStart.set(start, (window = Object.freeze(timeWindow(start, start + this.length))));
+    }
+    this.last = window;
+    return window;
+  }
+}

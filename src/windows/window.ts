@@ -35,6 +35,6 @@ export function window<T>(assigner: WindowAssigner, options: WindowOptions = {})
       );
     }
     const trigger = options.trigger ?? assigner.defaultTrigger();
-    return new WindowedFlow<T>(keyed.graph, keyed.node, keyed.keySelector, keyed.timestamped, { assigner, trigger, allowedLateness });
+    return new WindowedFlow<T>(keyed.graph, keyed.node, keyed.keySelector, keyed.timestamped, { assigner, trigger, defaultTrigger: options.trigger === undefined, allowedLateness });
   };
 }

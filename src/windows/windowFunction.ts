@@ -30,6 +30,22 @@ export interface WindowContents<T> {
     // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any stored type (the accumulator)
     descriptor: StateDescriptor<{ add(value: T): void; get(): unknown; clear(): void }, any>;
   };
+  /**
+   * For functions whose partial results merge (reduce, aggregate): a state whose `get` reads the stored partial
+   * result itself, how two merge and how the merged one is read out. With it, tumbling and sliding windows keep
+   * slices shared by overlapping windows (Flink's slice-based window aggregation).
+   */
+  readonly slicing?: WindowSlicing<T>;
   /** The results of a window from its elements, when the contents are listed. */
   fromElements(elements: T[]): unknown[];
+}
+
+/** How a window function's partial results are kept per slice and merged into a window's (see `WindowContents`). */
+export interface WindowSlicing<T> {
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any stored type (the accumulator)
+  readonly descriptor: StateDescriptor<{ add(value: T): void; get(): unknown; clear(): void }, any>;
+  /** Merges `b` into `a`, which is a private copy and may be modified; `b` is a slice's state and must not be. */
+  merge(a: unknown, b: unknown): unknown;
+  /** The window's result from its merged partial result. */
+  result(merged: unknown): unknown;
 }

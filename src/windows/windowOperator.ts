@@ -6,14 +6,16 @@ import { keyedOperate } from '../operators/keyedOperate.js';
 import type { Output } from '../operators/process.js';
 import { listState, valueState } from '../state/descriptors.js';
 import { jsonSerializer } from '../state/serializers.js';
-import { TimerService, savedTimers, type TimeDomain } from '../time/timerService.js';
+import type { TimeDomain, TimerService } from '../time/timerService.js';
+import { windowTimers } from './windowTimers.js';
+import { LATE_DATA } from './lateData.js';
+import { slicedWindowOperator, slicesPay } from './slicedWindowOperator.js';
 import { timeWindow, windowOfId } from './timeWindow.js';
 import type { ProcessWindowFunction, WindowContents, WindowContext } from './windowFunction.js';
 import type { WindowedFlow } from './windowedFlow.js';
 import type { TriggerContext, TriggerResult, TriggerState, Window } from './windowTypes.js';
 
-/** The side output tag late records go to; read it with `lateData()`. */
-export const LATE_DATA = 'late-data';
+export { LATE_DATA };
 
 const VOID = '';
 
@@ -34,6 +36,10 @@ export function windowOperator<T, R>(
   const { assigner, trigger, allowedLateness } = input.window;
   const evictToLast = assigner.evictToLast;
   const eventTime = assigner.time === 'event-time';
+  // Slices need partial results that merge and firing at the window's end only; anything else keeps each window.
+  if (contents.slicing && assigner.aligned && eventTime && input.window.defaultTrigger && evictToLast === undefined && !assigner.merging && slicesPay(assigner.aligned)) {
+    return slicedWindowOperator<T, R>(input, kind, uid, contents.slicing, userFunction, parallelism);
+  }
   const flow = keyedOperate<T, R>(input, kind, uid, (backend, emit, task, fail) => {
     const record = task.record;
     const listed = listState<T>('window-contents');
@@ -45,16 +51,7 @@ export function windowOperator<T, R>(
       ? backend.getState(valueState<[number, number][]>('window-sessions', { serializer: jsonSerializer() }))
       : undefined;
 
-    const timers = new TimerService(backend, task.scheduler, (domain, time, key, namespace) => {
-      try {
-        onTimer(domain, time, key, namespace);
-      } catch (error) {
-        fail(error);
-      }
-    });
-    // Timers of every instance that saved some: this one keeps those of its key groups (rescaling).
-    const saved = savedTimers(task.restoredOperatorStates);
-    if (saved.length > 0) timers.restore(saved, task.maxParallelism, task.keyGroupRange);
+    const timers = windowTimers(backend, task, fail, onTimer);
 
     let currentKey: Key = '';
     let currentWindow: Window = timeWindow(0, 1);
@@ -120,8 +117,12 @@ export function windowOperator<T, R>(
       if (result === 'purge' || result === 'fire-and-purge') purge();
     }
 
+    // The default time triggers register a timer at the window's end for each element, which is the cleanup timer
+    // too when nothing outlives the end (processing time, or no allowed lateness): registering it again per record
+    // and window would only cost timer-queue lookups.
+    const cleanupIsTriggerTimer = input.window.defaultTrigger && assigner.time !== undefined && (!eventTime || allowedLateness === 0);
     function registerCleanup(window: Window): void {
-      if (window.maxTimestamp >= Number.MAX_SAFE_INTEGER) return;
+      if (cleanupIsTriggerTimer || window.maxTimestamp >= Number.MAX_SAFE_INTEGER) return;
       if (eventTime) timers.registerEventTimeTimer(currentKey, window.id, cleanupTime(window));
       else timers.registerProcessingTimeTimer(currentKey, window.id, cleanupTime(window));
     }

@@ -26,6 +26,12 @@ export interface WindowAssigner {
   /** The windows a record at `timestamp` belongs to. */
   assign(timestamp: number): Window[];
   defaultTrigger(): Trigger;
+  /**
+   * Tumbling and sliding windows of whole milliseconds: windows of `size` starting every `slide` ms (shifted by
+   * `offset`), which lets a pre-aggregating window function keep slices shared by overlapping windows instead of one
+   * state per window.
+   */
+  readonly aligned?: { readonly size: number; readonly slide: number; readonly offset: number };
   /** Count windows keep only the last `size` elements (Flink's CountEvictor). */
   readonly evictToLast?: number;
 }

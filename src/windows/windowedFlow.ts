@@ -7,6 +7,8 @@ import type { Trigger, WindowAssigner } from './windowTypes.js';
 export interface WindowSpec {
   readonly assigner: WindowAssigner;
   readonly trigger: Trigger;
+  /** The trigger is the assigner's default one (no `trigger` option), whose firing the operator may rely on. */
+  readonly defaultTrigger: boolean;
   readonly allowedLateness: number;
 }
 

@@ -1,0 +1,217 @@
+import type { Key } from '../core/types.js';
+import type { Flow } from '../core/flow.js';
+import { SideOutputElement, type Watermark } from '../core/elements.js';
+import { keyedOperate } from '../operators/keyedOperate.js';
+import type { Output } from '../operators/process.js';
+import { copyValue } from '../state/copyValue.js';
+import type { TimeDomain } from '../time/timerService.js';
+import { windowTimers } from './windowTimers.js';
+import { LATE_DATA } from './lateData.js';
+import { WindowCache, gcd, windowOfId, windowStart } from './timeWindow.js';
+import type { ProcessWindowFunction, WindowContext, WindowSlicing } from './windowFunction.js';
+import type { WindowedFlow } from './windowedFlow.js';
+import type { Window } from './windowTypes.js';
+
+const VOID = '';
+
+/**
+ * A window's firing reads all its slices, once per key and window end (Flink's slicing does the same): a key with
+ * few records then costs slices-per-window reads for each of its windows, where one state per window costs one
+ * update per record and window. Beyond this many slices per window the per-window state is kept instead.
+ */
+const MAX_SLICES_PER_WINDOW = 100;
+
+/** Whether windows of this geometry are worth slicing. */
+export function slicesPay({ size, slide }: { size: number; slide: number }): boolean {
+  return size / gcd(size, slide) <= MAX_SLICES_PER_WINDOW;
+}
+
+/**
+ * Tumbling and sliding event-time windows with a pre-aggregating function (reduce, aggregate) and the default
+ * trigger, by slices, as Flink SQL's window aggregation ("slicing") and Scotty do: time is cut into slices of
+ * gcd(size, slide) ms, each record updates the one slice it falls in, and a window's result is the merge of its
+ * slices when it fires. A record then costs one state update whatever size / slide is.
+ *
+ * What stays as the window operator does it: the result of window `[s, e)` is emitted when the watermark reaches
+ * `e - 1`, stamped `e - 1`; a record within the allowed lateness of a window that fired adds itself and fires it
+ * again at once; a record too late for every window goes to the late-data side output.
+ *
+ * State: the slices of a key, in the window state's name and kind, the namespace of slice `[p, p + length)` being
+ * its id `p:p+length` (for tumbling windows the slice is the window, so the layout is the window operator's). Timers,
+ * as the window operator's: per key, at `e - 1` (fire) and `e - 1 + allowedLateness` (cleanup) in the namespace of
+ * the window `[e - size, e)`, registered once per key and window rather than per record: when a slice of the key is
+ * new (the first window holding it) and, when a window fires, for the next one if the key has slices in it. The
+ * cleanup of a window drops the slices no later window holds. A window that a state written per window (before
+ * slicing) still holds under its own id is merged with its slices, so such savepoints restore mid-window.
+ */
+export function slicedWindowOperator<T, R>(
+  input: WindowedFlow<T>,
+  kind: string,
+  uid: string | undefined,
+  slicing: WindowSlicing<T>,
+  userFunction: ProcessWindowFunction<unknown, R> | undefined,
+  parallelism?: number,
+): Flow<R> {
+  const { assigner, allowedLateness } = input.window;
+  const { size, slide, offset } = assigner.aligned!;
+  const length = gcd(size, slide);
+  // Slices shorter than the windows have ids of their own, and windows may hold per-window state from before.
+  const sliced = length !== size;
+  return keyedOperate<T, R>(input, kind, uid, (backend, emit, task, fail) => {
+    const record = task.record;
+    const state = backend.getState(slicing.descriptor);
+    const timers = windowTimers(backend, task, fail, onTimer);
+
+    const slices = new WindowCache(length);
+    const windows = new WindowCache(size);
+    let currentKey: Key = '';
+    let currentWindow: Window = windows.at(0);
+    const windowContext: WindowContext = {
+      get window() {
+        return currentWindow;
+      },
+      get currentWatermark() {
+        return timers.currentWatermark;
+      },
+      currentProcessingTime: () => timers.currentProcessingTime(),
+    };
+    const out: Output<R> = { emit, side: (tag, value) => emit(new SideOutputElement(tag.id, value, record.current) as never) };
+
+    /** When the window ending at `end` is dropped for good: its last instant plus the allowed lateness. */
+    const cleanupTime = (end: number) => Math.min(end - 1 + allowedLateness, Number.MAX_SAFE_INTEGER);
+
+    /**
+     * The key's merged partial result of a window (undefined: nothing in it), leaving the slices' own values as they
+     * are; `sharedSeen` tells whether a slice the next window shares held something.
+     */
+    let sharedSeen = false;
+    function contentsOf(window: Window): unknown {
+      let merged: unknown;
+      let copied = false;
+      sharedSeen = false;
+      const shared = window.start + slide;
+      for (let start = window.start; start < window.end; start += length) {
+        backend.setCurrentNamespace(slices.at(start).id);
+        const value = state.get();
+        if (value === undefined) continue;
+        if (start >= shared) sharedSeen = true;
+        if (merged === undefined) merged = value;
+        else {
+          if (!copied) {
+            merged = copyValue(merged);
+            copied = true;
+          }
+          merged = slicing.merge(merged, value);
+        }
+      }
+      if (sliced) {
+        backend.setCurrentNamespace(window.id);
+        const value = state.get();
+        if (value !== undefined) merged = merged === undefined ? value : slicing.merge(copied ? merged : copyValue(merged), value);
+      }
+      return merged;
+    }
+
+    /** Emits the window's result for the current key; false when the key has nothing in it. */
+    function fire(window: Window): boolean {
+      const merged = contentsOf(window);
+      if (merged === undefined) return false;
+      const result = slicing.result(merged);
+      if (result === undefined) return true;
+      currentWindow = window;
+      // Window results carry the window's last instant as their event timestamp.
+      const previous = record.current;
+      record.current = window.maxTimestamp;
+      if (userFunction) userFunction.process(currentKey, windowContext, [result], out);
+      else emit(result as R);
+      record.current = previous;
+      return true;
+    }
+
+    /** Drops the key's slices that no window after this one holds (and the window's own state of before). */
+    function clearLast(window: Window): void {
+      for (let start = window.start; start < window.start + slide; start += length) {
+        backend.setCurrentNamespace(slices.at(start).id);
+        state.clear();
+      }
+      if (sliced) {
+        backend.setCurrentNamespace(window.id);
+        state.clear();
+      }
+    }
+
+    /** A record in slice `start` that some window holding it has fired for already (within the allowed lateness). */
+    function late(firstEnd: number, lastEnd: number, watermark: number): void {
+      let pending: Window | undefined;
+      // Latest window first, as the window operator visits a record's windows.
+      for (let end = lastEnd; end >= firstEnd && cleanupTime(end) > watermark; end -= slide) {
+        const window = windows.at(end - size);
+        if (window.maxTimestamp > watermark) pending = window;
+        else {
+          fire(window);
+          timers.registerEventTimeTimer(currentKey, window.id, cleanupTime(end));
+        }
+      }
+      if (pending !== undefined) timers.registerEventTimeTimer(currentKey, pending.id, pending.maxTimestamp);
+    }
+
+    // Timers fire grouped by time and window, so consecutive ones mostly share the window: parse its id once.
+    let timerNamespace: string | undefined;
+    let timerWindow: Window = currentWindow;
+    function onTimer(domain: TimeDomain, time: number, key: Key, namespace: string): void {
+      if (domain !== 'event-time') return;
+      currentKey = key;
+      if (namespace !== timerNamespace) {
+        timerWindow = windowOfId(namespace);
+        timerNamespace = namespace;
+      }
+      const window = timerWindow;
+      if (time === window.maxTimestamp && fire(window)) {
+        if (allowedLateness > 0) timers.registerEventTimeTimer(key, window.id, cleanupTime(window.end));
+        // Slices are shared: the next window of the key may have no record of its own to register its timer (the
+        // slices it does not share register it when they get their first record).
+        if (sharedSeen) {
+          const next = windows.at(window.start + slide);
+          timers.registerEventTimeTimer(key, next.id, next.maxTimestamp);
+        }
+      }
+      if (time === cleanupTime(window.end)) clearLast(window);
+      backend.setCurrentNamespace(VOID);
+    }
+
+    return {
+      onRecord(value) {
+        currentKey = backend.getCurrentKey()!;
+        const timestamp = record.current ?? task.scheduler.now();
+        const watermark = timers.currentWatermark;
+        const start = windowStart(timestamp, offset, length);
+        // The windows holding the slice end every `slide` ms from the first end after it to the last one.
+        const lastEnd = windowStart(start, offset, slide) + size;
+        if (cleanupTime(lastEnd) <= watermark) {
+          emit(new SideOutputElement(LATE_DATA, value, timestamp) as never);
+          return;
+        }
+        const firstEnd = lastEnd - slide * Math.floor((lastEnd - start - 1) / slide);
+        backend.setCurrentNamespace(slices.at(start).id);
+        if (firstEnd - 1 > watermark) {
+          const fresh = state.get() === undefined;
+          state.add(value);
+          if (fresh) {
+            const first = windows.at(firstEnd - size);
+            timers.registerEventTimeTimer(currentKey, first.id, first.maxTimestamp);
+          }
+        } else {
+          state.add(value);
+          late(firstEnd, lastEnd, watermark);
+        }
+        backend.setCurrentNamespace(VOID);
+      },
+      onWatermark(watermark: Watermark, forward: () => void) {
+        timers.advanceWatermark(watermark.timestamp);
+        forward();
+      },
+      snapshotOperatorState: () => ({ timers: timers.snapshot() }),
+      dispose: () => timers.dispose(),
+    };
+  }, { timestamped: true, parallelism });
+}

@@ -1,0 +1,20 @@
+import type { TaskContext } from '../core/graph.js';
+import type { KeyedStateBackend } from '../core/types.js';
+import { TimerService, savedTimers, type TimerCallback } from '../time/timerService.js';
+
+/**
+ * A window operator instance's timers: those its predecessors saved for its key groups restored (rescaling), and a
+ * callback that throws failing the task rather than escaping into the scheduler.
+ */
+export function windowTimers(backend: KeyedStateBackend, task: TaskContext, fail: (error: unknown) => void, onTimer: TimerCallback): TimerService {
+  const timers = new TimerService(backend, task.scheduler, (domain, time, key, namespace) => {
+    try {
+      onTimer(domain, time, key, namespace);
+    } catch (error) {
+      fail(error);
+    }
+  });
+  const saved = savedTimers(task.restoredOperatorStates);
+  if (saved.length > 0) timers.restore(saved, task.maxParallelism, task.keyGroupRange);
+  return timers;
+}
