@@ -2,13 +2,13 @@ import type { Key } from '../core/types.js';
 import type { Flow } from '../core/flow.js';
 import { SideOutputElement, type Watermark } from '../core/elements.js';
 import { keyedOperate } from '../operators/keyedOperate.js';
-import type { Output } from '../operators/process.js';
 import { copyValue } from '../state/copyValue.js';
 import type { TimeDomain } from '../time/timerService.js';
+import { windowFunctionContext } from './windowFunctionContext.js';
 import { windowTimers } from './windowTimers.js';
 import { LATE_DATA } from './lateData.js';
 import { WindowCache, gcd, windowOfId, windowStart } from './timeWindow.js';
-import type { ProcessWindowFunction, WindowContext, WindowSlicing } from './windowFunction.js';
+import type { ProcessWindowFunction, WindowSlicing } from './windowFunction.js';
 import type { WindowedFlow } from './windowedFlow.js';
 import type { Window } from './windowTypes.js';
 
@@ -66,16 +66,7 @@ export function slicedWindowOperator<T, R>(
     const windows = new WindowCache(size);
     let currentKey: Key = '';
     let currentWindow: Window = windows.at(0);
-    const windowContext: WindowContext = {
-      get window() {
-        return currentWindow;
-      },
-      get currentWatermark() {
-        return timers.currentWatermark;
-      },
-      currentProcessingTime: () => timers.currentProcessingTime(),
-    };
-    const out: Output<R> = { emit, side: (tag, value) => emit(new SideOutputElement(tag.id, value, record.current) as never) };
+    const { windowContext, out } = windowFunctionContext<R>(timers, emit, record, () => currentWindow);
 
     /** When the window ending at `end` is dropped for good: its last instant plus the allowed lateness. */
     const cleanupTime = (end: number) => Math.min(end - 1 + allowedLateness, Number.MAX_SAFE_INTEGER);

@@ -3,15 +3,15 @@ import { JobDefinitionError } from '../core/errors.js';
 import { Flow } from '../core/flow.js';
 import { SideOutputElement, type Watermark } from '../core/elements.js';
 import { keyedOperate } from '../operators/keyedOperate.js';
-import type { Output } from '../operators/process.js';
 import { listState, valueState } from '../state/descriptors.js';
 import { jsonSerializer } from '../state/serializers.js';
 import type { TimeDomain, TimerService } from '../time/timerService.js';
+import { windowFunctionContext } from './windowFunctionContext.js';
 import { windowTimers } from './windowTimers.js';
 import { LATE_DATA } from './lateData.js';
 import { slicedWindowOperator, slicesPay } from './slicedWindowOperator.js';
 import { timeWindow, windowOfId } from './timeWindow.js';
-import type { ProcessWindowFunction, WindowContents, WindowContext } from './windowFunction.js';
+import type { ProcessWindowFunction, WindowContents } from './windowFunction.js';
 import type { WindowedFlow } from './windowedFlow.js';
 import type { TriggerContext, TriggerResult, TriggerState, Window } from './windowTypes.js';
 
@@ -56,16 +56,7 @@ export function windowOperator<T, R>(
     let currentKey: Key = '';
     let currentWindow: Window = timeWindow(0, 1);
     const triggerContext = createTriggerContext(backend, timers, () => currentKey, () => currentWindow);
-    const windowContext: WindowContext = {
-      get window() {
-        return currentWindow;
-      },
-      get currentWatermark() {
-        return timers.currentWatermark;
-      },
-      currentProcessingTime: () => timers.currentProcessingTime(),
-    };
-    const out: Output<R> = { emit, side: (tag, value) => emit(new SideOutputElement(tag.id, value, record.current) as never) };
+    const { windowContext, out } = windowFunctionContext<R>(timers, emit, record, () => currentWindow);
 
     /** The time at which a window's state is dropped for good: its end plus the allowed lateness, without overflow. */
     const cleanupTime = (window: Window) =>

@@ -1,0 +1,28 @@
+import { SideOutputElement, type RecordTimestamp } from '../core/elements.js';
+import type { Output } from '../operators/process.js';
+import type { TimerService } from '../time/timerService.js';
+import type { WindowContext } from './windowFunction.js';
+import type { Window } from './windowTypes.js';
+
+/**
+ * What a window function is handed when a window fires, the same for every window operator: the firing window, the
+ * operator's time, and an output whose side outputs carry the timestamp of the record being processed.
+ */
+export function windowFunctionContext<R>(
+  timers: TimerService,
+  emit: (value: R) => void,
+  record: RecordTimestamp,
+  firing: () => Window,
+): { windowContext: WindowContext; out: Output<R> } {
+  const windowContext: WindowContext = {
+    get window() {
+      return firing();
+    },
+    get currentWatermark() {
+      return timers.currentWatermark;
+    },
+    currentProcessingTime: () => timers.currentProcessingTime(),
+  };
+  const out: Output<R> = { emit, side: (tag, value) => emit(new SideOutputElement(tag.id, value, record.current) as never) };
+  return { windowContext, out };
+}
