@@ -7,6 +7,7 @@ import { incremental } from './incremental';
 import { largeState } from './largeState';
 import { printTable, writeResults, type Result } from './report';
 import { query } from './query';
+import { restore } from './restore';
 import { savepoint } from './savepoint';
 import { snapshot } from './snapshot';
 import { windows } from './windows';
@@ -23,6 +24,7 @@ const groups: Record<string, () => Promise<Result[]>> = {
   incremental,
   alignment,
   savepoint,
+  restore,
   windows,
   browser,
   query,

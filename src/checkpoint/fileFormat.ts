@@ -84,8 +84,25 @@ function headerLine(kind: FileKind, version: number, body: Uint8Array, setAside:
  * are the values the storage kept beside the file (`CheckpointStorage.readStructured`), if any.
  */
 export function decodeFile(kind: FileKind, bytes: Uint8Array, name: string, values: readonly unknown[] = []): unknown {
-  const corrupt = (what: string) =>
-    new CheckpointCorruptedError(`${name}: ${what}; the file is damaged or was not written by weir — restore from another checkpoint`);
+  const body = checkFile(kind, bytes, name, values);
+  try {
+    return JSON.parse(decoder.decode(body), values.length > 0 ? revivingSetAside(values) : undefined);
+  } catch (error) {
+    throw corruptFile(name, error instanceof RangeError ? error.message : 'payload is not valid JSON');
+  }
+}
+
+function corruptFile(name: string, what: string): CheckpointCorruptedError {
+  return new CheckpointCorruptedError(`${name}: ${what}; the file is damaged or was not written by weir — restore from another checkpoint`);
+}
+
+/**
+ * Every check of `decodeFile` short of parsing the payload (header, kind, version, length, checksum, nesting, count
+ * of set-aside values): what a restore runs on a large file it reads again, and parses, only when it restores it.
+ * Returns the payload's bytes.
+ */
+export function checkFile(kind: FileKind, bytes: Uint8Array, name: string, values: readonly unknown[] = []): Uint8Array {
+  const corrupt = (what: string) => corruptFile(name, what);
   const end = bytes.subarray(0, MAX_HEADER).indexOf(NEWLINE);
   if (end < 0) throw corrupt('no weir header');
   let header: { weir?: unknown; version?: unknown; length?: unknown; crc32?: unknown; values?: unknown };
@@ -113,11 +130,7 @@ export function decodeFile(kind: FileKind, bytes: Uint8Array, name: string, valu
         : `expected ${setAside} values kept beside the file, found ${values.length}`,
     );
   }
-  try {
-    return JSON.parse(decoder.decode(body), setAside > 0 ? revivingSetAside(values) : undefined);
-  } catch (error) {
-    throw corrupt(error instanceof RangeError ? error.message : 'payload is not valid JSON');
-  }
+  return body;
 }
 
 /** Whether JSON text nests arrays and objects more than `max` levels deep (brackets inside strings do not count). */
