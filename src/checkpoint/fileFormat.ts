@@ -74,6 +74,87 @@ export function encodeFile(kind: FileKind, payload: unknown, setAside = 0): Uint
   return file.subarray(MAX_HEADER - header.length, MAX_HEADER + written);
 }
 
+/** JSON text encoded as UTF-8 into a buffer that grows as it is appended to. */
+class Utf8Buffer {
+  bytes = new Uint8Array(1 << 16);
+  length = 0;
+
+  append(text: string): void {
+    let rest = text;
+    for (;;) {
+      // A UTF-16 unit takes one byte when ASCII, as JSON of state mostly is; encodeInto says when it needed more.
+      if (this.bytes.length - this.length < rest.length) this.grow(rest.length);
+      const { read, written } = encoder.encodeInto(rest, this.bytes.subarray(this.length));
+      this.length += written;
+      if (read === rest.length) return;
+      rest = rest.slice(read);
+      this.grow(rest.length * 3);
+    }
+  }
+
+  private grow(more: number): void {
+    const next = new Uint8Array(Math.max(this.bytes.length * 2, this.length + more));
+    next.set(this.bytes.subarray(0, this.length));
+    this.bytes = next;
+  }
+}
+
+/**
+ * A state file of unbucketed keyed entries (`flat`, `flatNamespaced`: format version 2) built from pieces of a
+ * snapshot as they are materialised, so that the work of encoding one file can be spread over several macrotasks:
+ * each piece's entries are stringified and UTF-8 encoded when added, and `finish` only puts the payload's other
+ * fields and the header around them. Reads back (`decodeFile`) as the payload `{ uid, keyed: { states, keyGroups: [],
+ * flat, flatNamespaced, range }, operator }` that `encodeFile` would have written.
+ */
+export class FlatStateFileBuilder {
+  private readonly flat = new Utf8Buffer();
+  private readonly namespaced = new Utf8Buffer();
+  /** Entries added so far. */
+  entries = 0;
+
+  constructor(
+    private readonly uid: string,
+    private readonly states: unknown,
+    private readonly range: readonly [number, number],
+  ) {}
+
+  /** Adds a piece's `flat` and `flatNamespaced` entries (its states and range must be this file's). */
+  add(piece: { readonly flat?: readonly unknown[]; readonly flatNamespaced?: readonly unknown[] }): void {
+    appendItems(this.flat, piece.flat);
+    appendItems(this.namespaced, piece.flatNamespaced);
+    this.entries += (piece.flat?.length ?? 0) / 3 + (piece.flatNamespaced?.length ?? 0) / 4;
+  }
+
+  /** The file, with `operator` as the payload's operator state. */
+  finish(operator: unknown): Uint8Array {
+    const parts: (string | Utf8Buffer)[] = [`{"uid":${JSON.stringify(this.uid)},"keyed":{"states":${JSON.stringify(this.states)},"keyGroups":[]`];
+    if (this.flat.length > 0) parts.push(',"flat":[', this.flat, ']');
+    if (this.namespaced.length > 0) parts.push(',"flatNamespaced":[', this.namespaced, ']');
+    const tail = operator === undefined ? '' : `,"operator":${JSON.stringify(operator) ?? 'null'}`;
+    parts.push(`,"range":${JSON.stringify(this.range)}}${tail}}`);
+    const encoded = parts.map((part) => (typeof part === 'string' ? encoder.encode(part) : part.bytes.subarray(0, part.length)));
+    const length = encoded.reduce((sum, bytes) => sum + bytes.length, 0);
+    const file = new Uint8Array(MAX_HEADER + length);
+    let at = MAX_HEADER;
+    for (const bytes of encoded) {
+      file.set(bytes, at);
+      at += bytes.length;
+    }
+    const body = file.subarray(MAX_HEADER);
+    const header = encoder.encode(headerLine('state', 2, body, 0));
+    file.set(header, MAX_HEADER - header.length);
+    return file.subarray(MAX_HEADER - header.length);
+  }
+}
+
+/** Appends the items of a JSON array, comma-separated, after those already in `buffer`. */
+function appendItems(buffer: Utf8Buffer, items: readonly unknown[] | undefined): void {
+  if (items === undefined || items.length === 0) return;
+  const text = JSON.stringify(items);
+  if (buffer.length > 0) buffer.append(',');
+  buffer.append(text.slice(1, -1));
+}
+
 function headerLine(kind: FileKind, version: number, body: Uint8Array, setAside: number): string {
   const header = { weir: kind, version, length: body.length, crc32: crc32(body), ...(setAside > 0 ? { values: setAside } : {}) };
   return `${JSON.stringify(header)}\n`;

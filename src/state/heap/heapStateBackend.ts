@@ -36,7 +36,7 @@ import {
 } from './heapStates.js';
 import { StateFamily } from './stateFamily.js';
 import { withStateTtl } from '../ttl/withStateTtl.js';
-import type { StateTable, Overlay } from './stateTable.js';
+import { ABSENT, type StateTable, type Overlay } from './stateTable.js';
 
 /**
  * Working state in JavaScript `Map`s (Flink's HashMapStateBackend): the fastest backend, bounded by the heap.
@@ -222,7 +222,12 @@ class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
       for (const [, table, overlay] of tables) table.overlays.splice(table.overlays.indexOf(overlay), 1);
     };
     const chunks = (maxEntries: number): Generator<KeyedStatePayload> => this.chunks(tables, pending, maxEntries, release);
-    const snapshot: KeyedSnapshot = { release, materialize: () => wholePayload(this.stateIndexes(tables, pending).states, chunks(Infinity)), materializeChunks: chunks };
+    const snapshot: KeyedSnapshot = {
+      release,
+      materialize: () => wholePayload(this.stateIndexes(tables, pending).states, chunks(Infinity)),
+      materializeChunks: chunks,
+      flatChunks: true,
+    };
     if (!this.trackChanges) return snapshot;
     const changes = Array.from(this.families.values(), (family) => [family.descriptor.name, family.takeChanges()!] as const);
     return { ...snapshot, materializeChangeChunks: (maxEntries) => this.changeChunks(tables, pending, changes, maxEntries, release) };
@@ -305,8 +310,6 @@ class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
     try {
       const { states, tableStates, pendingStates } = this.stateIndexes(tables, pending);
       const range: [number, number] = [this.range.start, this.range.end];
-      // Per table, its keys and values as of the snapshot.
-      const captured = tables.map(([, table, overlay]) => table.entriesAsOf(overlay));
       // Restored, never read: flat triples of encoded key, encoded value, namespace.
       const restored = pending.map(({ state, sources, compact }) => {
         const compacted = compact ? sources : compactSources(sources);
@@ -334,16 +337,26 @@ class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
         return payload;
       };
       for (let source = 0; source < tables.length; source++) {
-        const [namespace, table] = tables[source]!;
+        const [namespace, table, overlay] = tables[source]!;
         const state = tableStates[source]!;
         const serializer = table.descriptor.serializer;
-        const { keys, values } = captured[source]!;
-        captured[source] = { keys: [], values: [] };
+        // Each table's keys and values as of the snapshot, taken when its turn comes (see `captureAsOf`): the
+        // tables are not copied all at once, and a key is looked up only when written since the barrier.
+        const { keys, values, fix, missing } = table.captureAsOf(overlay);
         for (let i = 0; i < keys.length; i++) {
-          const key = encodeKey(keys[i]!);
-          const value = serializer.encode(values[i]);
-          if (namespace === '') flat.push(state, key, value);
-          else namespaced.push(state, key, value, namespace);
+          let value: unknown = values[i];
+          if (fix !== undefined) {
+            const old = fix.get(keys[i]!);
+            if (old === ABSENT) continue;
+            if (old !== undefined) value = old;
+          }
+          if (namespace === '') flat.push(state, encodeKey(keys[i]!), serializer.encode(value));
+          else namespaced.push(state, encodeKey(keys[i]!), serializer.encode(value), namespace);
+          if (++count >= maxEntries) yield take();
+        }
+        for (const [key, value] of missing) {
+          if (namespace === '') flat.push(state, encodeKey(key), serializer.encode(value));
+          else namespaced.push(state, encodeKey(key), serializer.encode(value), namespace);
           if (++count >= maxEntries) yield take();
         }
       }
