@@ -74,41 +74,17 @@ export function encodeFile(kind: FileKind, payload: unknown, setAside = 0): Uint
   return file.subarray(MAX_HEADER - header.length, MAX_HEADER + written);
 }
 
-/** JSON text encoded as UTF-8 into a buffer that grows as it is appended to. */
-class Utf8Buffer {
-  bytes = new Uint8Array(1 << 16);
-  length = 0;
-
-  append(text: string): void {
-    let rest = text;
-    for (;;) {
-      // A UTF-16 unit takes one byte when ASCII, as JSON of state mostly is; encodeInto says when it needed more.
-      if (this.bytes.length - this.length < rest.length) this.grow(rest.length);
-      const { read, written } = encoder.encodeInto(rest, this.bytes.subarray(this.length));
-      this.length += written;
-      if (read === rest.length) return;
-      rest = rest.slice(read);
-      this.grow(rest.length * 3);
-    }
-  }
-
-  private grow(more: number): void {
-    const next = new Uint8Array(Math.max(this.bytes.length * 2, this.length + more));
-    next.set(this.bytes.subarray(0, this.length));
-    this.bytes = next;
-  }
-}
-
 /**
  * A state file of unbucketed keyed entries (`flat`, `flatNamespaced`: format version 2) built from pieces of a
  * snapshot as they are materialised, so that the work of encoding one file can be spread over several macrotasks:
- * each piece's entries are stringified and UTF-8 encoded when added, and `finish` only puts the payload's other
- * fields and the header around them. Reads back (`decodeFile`) as the payload `{ uid, keyed: { states, keyGroups: [],
- * flat, flatNamespaced, range }, operator }` that `encodeFile` would have written.
+ * each piece's entries are stringified when added, and `finish` puts the payload's other fields around them and
+ * encodes the text into the file at once (one buffer a file: many growing ones made V8 collect garbage more often,
+ * the heap of a large state included). Reads back (`decodeFile`) as the payload `{ uid, keyed: { states,
+ * keyGroups: [], flat, flatNamespaced, range }, operator }` that `encodeFile` would have written.
  */
 export class FlatStateFileBuilder {
-  private readonly flat = new Utf8Buffer();
-  private readonly namespaced = new Utf8Buffer();
+  private readonly flat: string[] = [];
+  private readonly namespaced: string[] = [];
   /** Entries added so far. */
   entries = 0;
 
@@ -127,32 +103,37 @@ export class FlatStateFileBuilder {
 
   /** The file, with `operator` as the payload's operator state. */
   finish(operator: unknown): Uint8Array {
-    const parts: (string | Utf8Buffer)[] = [`{"uid":${JSON.stringify(this.uid)},"keyed":{"states":${JSON.stringify(this.states)},"keyGroups":[]`];
-    if (this.flat.length > 0) parts.push(',"flat":[', this.flat, ']');
-    if (this.namespaced.length > 0) parts.push(',"flatNamespaced":[', this.namespaced, ']');
+    const parts: string[] = [`{"uid":${JSON.stringify(this.uid)},"keyed":{"states":${JSON.stringify(this.states)},"keyGroups":[]`];
+    const list = (name: string, items: string[]) => {
+      if (items.length === 0) return;
+      parts.push(`,"${name}":[`);
+      items.forEach((text, i) => parts.push(i === 0 ? text : `,${text}`));
+      parts.push(']');
+    };
+    list('flat', this.flat);
+    list('flatNamespaced', this.namespaced);
     const tail = operator === undefined ? '' : `,"operator":${JSON.stringify(operator) ?? 'null'}`;
     parts.push(`,"range":${JSON.stringify(this.range)}}${tail}}`);
-    const encoded = parts.map((part) => (typeof part === 'string' ? encoder.encode(part) : part.bytes.subarray(0, part.length)));
-    const length = encoded.reduce((sum, bytes) => sum + bytes.length, 0);
-    const file = new Uint8Array(MAX_HEADER + length);
+    // Room for the text as ASCII (a byte a character), as JSON of state mostly is; the rest is encoded apart.
+    const chars = parts.reduce((sum, part) => sum + part.length, 0);
+    const file = new Uint8Array(MAX_HEADER + chars);
     let at = MAX_HEADER;
-    for (const bytes of encoded) {
-      file.set(bytes, at);
-      at += bytes.length;
+    for (let i = 0; i < parts.length; i++) {
+      const { read, written } = encoder.encodeInto(parts[i]!, file.subarray(at));
+      at += written;
+      if (read !== parts[i]!.length) return encodeFile('state', JSON.parse(parts.join('')));
     }
-    const body = file.subarray(MAX_HEADER);
+    const body = file.subarray(MAX_HEADER, at);
     const header = encoder.encode(headerLine('state', 2, body, 0));
     file.set(header, MAX_HEADER - header.length);
-    return file.subarray(MAX_HEADER - header.length);
+    return file.subarray(MAX_HEADER - header.length, at);
   }
 }
 
-/** Appends the items of a JSON array, comma-separated, after those already in `buffer`. */
-function appendItems(buffer: Utf8Buffer, items: readonly unknown[] | undefined): void {
+/** Adds the items of a JSON array, comma-separated, as one more piece of text. */
+function appendItems(pieces: string[], items: readonly unknown[] | undefined): void {
   if (items === undefined || items.length === 0) return;
-  const text = JSON.stringify(items);
-  if (buffer.length > 0) buffer.append(',');
-  buffer.append(text.slice(1, -1));
+  pieces.push(JSON.stringify(items).slice(1, -1));
 }
 
 function headerLine(kind: FileKind, version: number, body: Uint8Array, setAside: number): string {
