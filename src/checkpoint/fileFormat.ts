@@ -121,13 +121,28 @@ export class FlatStateFileBuilder {
     for (let i = 0; i < parts.length; i++) {
       const { read, written } = encoder.encodeInto(parts[i]!, file.subarray(at));
       at += written;
-      if (read !== parts[i]!.length) return encodeFile('state', JSON.parse(parts.join('')));
+      if (read !== parts[i]!.length) return withHeader(parts.map((part) => encoder.encode(part)));
     }
     const body = file.subarray(MAX_HEADER, at);
     const header = encoder.encode(headerLine('state', 2, body, 0));
     file.set(header, MAX_HEADER - header.length);
     return file.subarray(MAX_HEADER - header.length, at);
   }
+}
+
+/** A version-2 state file of a body given in pieces of UTF-8 (text that is not all ASCII). */
+function withHeader(pieces: Uint8Array[]): Uint8Array {
+  const length = pieces.reduce((sum, piece) => sum + piece.length, 0);
+  const file = new Uint8Array(MAX_HEADER + length);
+  let at = MAX_HEADER;
+  for (const piece of pieces) {
+    file.set(piece, at);
+    at += piece.length;
+  }
+  const body = file.subarray(MAX_HEADER);
+  const header = encoder.encode(headerLine('state', 2, body, 0));
+  file.set(header, MAX_HEADER - header.length);
+  return file.subarray(MAX_HEADER - header.length);
 }
 
 /** Adds the items of a JSON array, comma-separated, as one more piece of text. */
