@@ -888,6 +888,40 @@ export function describeKeyedStateBackend(name: string, create: () => StateBacke
         const sort = (entries: unknown[][]) => entries.map((entry) => JSON.stringify(entry)).sort();
         expect(sort(seen)).toEqual(sort(expected));
       });
+
+      it('sees values as of the snapshot while they are changed in place between its chunks', () => {
+        const list = backend.getState(listState<number>('l'));
+        const object = backend.getState(valueState<{ n: number }>('o'));
+        for (let i = 0; i < 30; i++) {
+          backend.setCurrentKey(`k${i}`);
+          list.add(i);
+          object.update({ n: i });
+        }
+        const snapshot = backend.snapshot();
+        const restored = open();
+        let round = 0;
+        for (const chunk of snapshot.materializeChunks(4)) {
+          restored.restore([throughJson(chunk)]);
+          // Every key, read and changed in place (a list appended to, a value's field set) after each chunk.
+          round++;
+          for (let i = 0; i < 30; i++) {
+            backend.setCurrentKey(`k${i}`);
+            list.add(-round);
+            const value = object.value()!;
+            value.n = -round;
+            if (round % 2 === 0) object.update(value);
+          }
+        }
+        snapshot.release();
+        expect(round).toBeGreaterThan(5);
+        const restoredList = restored.getState(listState<number>('l'));
+        const restoredObject = restored.getState(valueState<{ n: number }>('o'));
+        for (let i = 0; i < 30; i++) {
+          restored.setCurrentKey(`k${i}`);
+          expect(restoredList.get()).toEqual([i]);
+          expect(restoredObject.value()).toEqual({ n: i });
+        }
+      });
     });
   });
 }

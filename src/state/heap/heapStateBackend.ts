@@ -219,7 +219,7 @@ class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
     const release = () => {
       if (released) return;
       released = true;
-      for (const [, table, overlay] of tables) table.overlays.splice(table.overlays.indexOf(overlay), 1);
+      for (const [, table, overlay] of tables) table.removeOverlay(overlay);
     };
     const chunks = (maxEntries: number): Generator<KeyedStatePayload> => this.chunks(tables, pending, maxEntries, release);
     const snapshot: KeyedSnapshot = {
