@@ -7,7 +7,6 @@ import type {
   KeyedStatePayload,
   StateBackend,
   StateDescriptor,
-  SnapshotEntry,
   StateMeta,
   RemovedEntry,
 } from '../../core/types.js';
@@ -66,9 +65,12 @@ interface PendingState {
   compact: boolean;
 }
 
-/** The entries (`[state, key, value, namespace?]`) and removals of one state in one payload, in this backend's key groups. */
+/**
+ * The entries and removals of one state in one payload, in this backend's key groups: entries flat, `key, value,
+ * namespace` triples as saved (`''` for no namespace), so that a restored state costs no array per entry until used.
+ */
 interface PendingSource {
-  readonly entries: readonly SnapshotEntry[];
+  readonly entries: readonly unknown[];
   readonly removed: readonly RemovedEntry[];
 }
 
@@ -171,14 +173,13 @@ class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
     let namespace = '';
     let live = family.write('').live;
     for (const { entries, removed } of restored.sources) {
-      for (let i = 0; i < entries.length; i++) {
-        const entry = entries[i]!;
-        const key = entry[1];
+      for (let i = 0; i < entries.length; i += 3) {
+        const key = entries[i];
         const type = encodedKeyType(key);
         if (type !== lastType) keyTypes.add((lastType = type));
-        const entryNamespace = entry[3] ?? '';
+        const entryNamespace = entries[i + 2] as string;
         if (entryNamespace !== namespace) live = family.write((namespace = entryNamespace)).live;
-        live.set(decodeKey(key), decode(entry[2]));
+        live.set(decodeKey(key), decode(entries[i + 1]));
       }
       for (const [, key, removedNamespace = ''] of removed) {
         const table = family.read(removedNamespace);
@@ -310,7 +311,7 @@ class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
     try {
       const { states, tableStates, pendingStates } = this.stateIndexes(tables, pending);
       const range: [number, number] = [this.range.start, this.range.end];
-      // Restored, never read: flat triples of encoded key, encoded value, namespace.
+      // Restored, never read: flat triples of encoded key, encoded value, namespace (see `PendingSource`).
       const restored = pending.map(({ state, sources, compact }) => {
         const compacted = compact ? sources : compactSources(sources);
         // Kept for the next snapshot, unless a restore came in between.
@@ -362,9 +363,11 @@ class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
       }
       for (let index = 0; index < restored.length; index++) {
         const state = pendingStates[index]!;
-        for (const [, key, value, namespace] of restored[index]!) {
-          if (namespace === undefined || namespace === '') flat.push(state, key, value);
-          else namespaced.push(state, key, value, namespace);
+        const entries = restored[index]!;
+        for (let i = 0; i < entries.length; i += 3) {
+          const namespace = entries[i + 2] as string;
+          if (namespace === '') flat.push(state, entries[i], entries[i + 1]);
+          else namespaced.push(state, entries[i], entries[i + 1], namespace);
           if (++count >= maxEntries) yield take();
         }
       }
@@ -380,7 +383,7 @@ class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
    */
   restore(payloads: KeyedStatePayload[]): void {
     for (const payload of payloads) {
-      const entries: SnapshotEntry[][] = [];
+      const entries: unknown[][] = [];
       const removals: RemovedEntry[][] = [];
       const declared = payload.states.length;
       forEachPayloadEntry(payload, { maxParallelism: this.maxParallelism, range: this.range }, (entry) => {
@@ -390,7 +393,7 @@ class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
           if (!(index < declared)) throw undeclaredState(this.uid, index);
           entries[index] = list = [];
         }
-        list.push(entry);
+        list.push(entry[1], entry[2], entry[3] ?? '');
       });
       for (const [keyGroup, removed] of payload.removed ?? []) {
         if (keyGroup < this.range.start || keyGroup > this.range.end) continue;
@@ -433,7 +436,7 @@ class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
         state.sources = compactSources(state.sources);
         state.compact = true;
       }
-      for (const source of state.sources) for (const entry of source.entries) keys.add(decodeKey(entry[1]));
+      for (const { entries } of state.sources) for (let i = 0; i < entries.length; i += 3) keys.add(decodeKey(entries[i]));
     }
     return keys.size;
   }
@@ -451,7 +454,7 @@ class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
  */
 function compactSources(sources: readonly PendingSource[]): PendingSource[] {
   // By namespace and key as saved: a bigint's `{ $bigint }` by its text (keys are not decoded: a snapshot passes them on as they are).
-  const byNamespace = new Map<string, Map<unknown, SnapshotEntry>>();
+  const byNamespace = new Map<string, Map<unknown, [key: unknown, value: unknown]>>();
   const idOf = (key: unknown) => (key !== null && typeof key === 'object' ? `\u0000object:${JSON.stringify(key)}` : key);
   const tableOf = (namespace: string) => {
     let table = byNamespace.get(namespace);
@@ -459,10 +462,10 @@ function compactSources(sources: readonly PendingSource[]): PendingSource[] {
     return table;
   };
   for (const { entries, removed } of sources) {
-    for (const entry of entries) tableOf(entry[3] ?? '').set(idOf(entry[1]), entry);
+    for (let i = 0; i < entries.length; i += 3) tableOf(entries[i + 2] as string).set(idOf(entries[i]), [entries[i], entries[i + 1]]);
     for (const [, key, namespace = ''] of removed) byNamespace.get(namespace)?.delete(idOf(key));
   }
-  const entries: SnapshotEntry[] = [];
-  for (const table of byNamespace.values()) for (const entry of table.values()) entries.push(entry);
+  const entries: unknown[] = [];
+  for (const [namespace, table] of byNamespace) for (const [key, value] of table.values()) entries.push(key, value, namespace);
   return entries.length === 0 ? [] : [{ entries, removed: [] }];
 }
