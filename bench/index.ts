@@ -8,6 +8,7 @@ import { largeState } from './largeState';
 import { nexmark } from './nexmark';
 import { printTable, writeResults, type Result } from './report';
 import { query } from './query';
+import { restore } from './restore';
 import { savepoint } from './savepoint';
 import { snapshot } from './snapshot';
 import { windows } from './windows';
@@ -24,6 +25,7 @@ const groups: Record<string, () => Promise<Result[]>> = {
   incremental,
   alignment,
   savepoint,
+  restore,
   windows,
   nexmark,
   browser,

@@ -5,7 +5,7 @@ import type { CheckpointStorage, Json, KeyGroupRange, KeyedSnapshot, KeyedStateP
 import { yieldToEventLoop } from '../core/yieldToEventLoop.js';
 import type { CheckpointStats, OperatorCheckpointStats } from './checkpointStats.js';
 import { settingAside } from '../state/setAsideValues.js';
-import { encodeFile } from './fileFormat.js';
+import { FlatStateFileBuilder, encodeFile } from './fileFormat.js';
 import { FAILURE_HISTORY_LENGTH, failedCheckpointOf, readFailureHistory, writeFailureHistory, type FailedCheckpoint } from './failureHistory.js';
 import { readSharedFiles, removeCheckpointDirs, sharedFilesOf } from './sharedFiles.js';
 import {
@@ -73,6 +73,12 @@ export interface CoordinatorOptions {
 
 /** Entries per keyed state file: big state is written as several files of about this many entries. */
 const CHUNK_ENTRIES = 131_072;
+
+/**
+ * Entries materialised and encoded in one macrotask, for a snapshot whose pieces can be joined into one file
+ * (`KeyedSnapshot.flatChunks`): a few milliseconds of work, after which the job's records run again.
+ */
+const SLICE_ENTRIES = 8_192;
 
 /** What a task captured at a barrier: its keyed snapshot (released here once persisted) and its operator state. */
 export interface TaskState {
@@ -340,9 +346,9 @@ export class CheckpointCoordinator {
     const startedAt = performance.now();
     const files: StateFileEntry[] = [];
     let total = 0;
-    /** Writes one state file; false when the checkpoint was aborted meanwhile. */
-    const write = async (file: string, keyGroups: [number, number] | null, payload: OperatorStatePayload, setAside: readonly unknown[] = []): Promise<boolean> => {
-      const bytes = encodeFile('state', payload, setAside.length);
+    /** Writes one state file (`payload`, or a file already encoded); false when the checkpoint was aborted meanwhile. */
+    const write = async (file: string, keyGroups: [number, number] | null, payload: OperatorStatePayload | Uint8Array, setAside: readonly unknown[] = []): Promise<boolean> => {
+      const bytes = payload instanceof Uint8Array ? payload : encodeFile('state', payload, setAside.length);
       total += bytes.length;
       if (storage.maxStateSize !== undefined && total > storage.maxStateSize) {
         throw new StateSizeExceededError(
@@ -366,10 +372,16 @@ export class CheckpointCoordinator {
         if (state.keyed === undefined || range === undefined) written = operator === undefined ? true : await write(stateFileName(uid, subtask, undefined), null, { uid, operator });
         else {
           const changes = pending.base ? state.keyed.materializeChangeChunks : undefined;
-          const chunks = (changes ?? state.keyed.materializeChunks).call(state.keyed, this.options.chunkEntries ?? CHUNK_ENTRIES);
+          const fileEntries = this.options.chunkEntries ?? CHUNK_ENTRIES;
           // Rich values go beside the file where the storage clones them, but never into a savepoint, which stays self-contained.
           const setAside = storage.writeStructured !== undefined && pending.barrier.kind === 'checkpoint';
-          written = await this.writeChunks(chunks, { uid, subtask, range }, operator, setAside, write);
+          if (changes === undefined && !setAside && state.keyed.flatChunks === true) {
+            const pieces = state.keyed.materializeChunks(Math.min(SLICE_ENTRIES, fileEntries));
+            written = await this.writeFlatChunks(pieces, { uid, subtask, range }, operator, fileEntries, () => pending.aborted, write);
+          } else {
+            const chunks = (changes ?? state.keyed.materializeChunks).call(state.keyed, fileEntries);
+            written = await this.writeChunks(chunks, { uid, subtask, range }, operator, setAside, write);
+          }
           // A backend without deltas wrote its full state: that operator starts a new chain in this checkpoint.
           if (changes) pending.deltaOperators.add(uid);
           else pending.deltaOperators.delete(uid);
@@ -435,6 +447,49 @@ export class CheckpointCoordinator {
       // Its failure is seen when it is awaited (next round or at the end); until then it must not count as unhandled.
       writing.catch(() => undefined);
       await yieldToEventLoop();
+    }
+    return writing ? writing : true;
+  }
+
+  /**
+   * Writes a snapshot whose pieces are flat (`KeyedSnapshot.flatChunks`) as `writeChunks` writes its chunks, files of
+   * about `fileEntries` entries named alike, but each file built from small pieces (`SLICE_ENTRIES`), each piece
+   * materialised and encoded in a macrotask of its own: the job's records run between pieces, so a large snapshot
+   * does not stop them for the time of a whole file.
+   */
+  private async writeFlatChunks(
+    pieces: Iterable<KeyedStatePayload>,
+    task: { uid: string; subtask: number; range: KeyGroupRange },
+    operator: Json | undefined,
+    fileEntries: number,
+    aborted: () => boolean,
+    write: (file: string, keyGroups: [number, number] | null, payload: OperatorStatePayload | Uint8Array) => Promise<boolean>,
+  ): Promise<boolean> {
+    const { uid, subtask, range } = task;
+    const iterator = pieces[Symbol.iterator]();
+    let next = iterator.next();
+    if (next.done) return write(stateFileName(uid, subtask, range), [range.start, range.end], { uid, keyed: { states: [], keyGroups: [] }, operator });
+    let writing: Promise<boolean> | undefined;
+    for (let index = 0; !next.done; index++) {
+      const fileRange: [number, number] = next.value.range ?? [range.start, range.end];
+      const file = new FlatStateFileBuilder(uid, next.value.states, fileRange);
+      while (!next.done && file.entries < fileEntries) {
+        file.add(next.value);
+        await yieldToEventLoop();
+        if (aborted()) {
+          // Aborted: the write in flight settles before the caller removes what it wrote.
+          await writing?.catch(() => undefined);
+          return false;
+        }
+        next = iterator.next();
+      }
+      const single = index === 0 && next.done === true;
+      const name = single ? stateFileName(uid, subtask, range) : `${stateFileName(uid, subtask, { start: fileRange[0], end: fileRange[1] })}.${index}`;
+      const bytes = file.finish(index === 0 ? operator : undefined);
+      // One write in flight while the next file is built, as in `writeChunks`.
+      if (writing && !(await writing)) return false;
+      writing = write(name, single ? [range.start, range.end] : fileRange, bytes);
+      writing.catch(() => undefined);
     }
     return writing ? writing : true;
   }

@@ -74,6 +74,83 @@ export function encodeFile(kind: FileKind, payload: unknown, setAside = 0): Uint
   return file.subarray(MAX_HEADER - header.length, MAX_HEADER + written);
 }
 
+/**
+ * A state file of unbucketed keyed entries (`flat`, `flatNamespaced`: format version 2) built from pieces of a
+ * snapshot as they are materialised, so that the work of encoding one file can be spread over several macrotasks:
+ * each piece's entries are stringified when added, and `finish` puts the payload's other fields around them and
+ * encodes the text into the file at once (one buffer a file: many growing ones made V8 collect garbage more often,
+ * the heap of a large state included). Reads back (`decodeFile`) as the payload `{ uid, keyed: { states,
+ * keyGroups: [], flat, flatNamespaced, range }, operator }` that `encodeFile` would have written.
+ */
+export class FlatStateFileBuilder {
+  private readonly flat: string[] = [];
+  private readonly namespaced: string[] = [];
+  /** Entries added so far. */
+  entries = 0;
+
+  constructor(
+    private readonly uid: string,
+    private readonly states: unknown,
+    private readonly range: readonly [number, number],
+  ) {}
+
+  /** Adds a piece's `flat` and `flatNamespaced` entries (its states and range must be this file's). */
+  add(piece: { readonly flat?: readonly unknown[]; readonly flatNamespaced?: readonly unknown[] }): void {
+    appendItems(this.flat, piece.flat);
+    appendItems(this.namespaced, piece.flatNamespaced);
+    this.entries += (piece.flat?.length ?? 0) / 3 + (piece.flatNamespaced?.length ?? 0) / 4;
+  }
+
+  /** The file, with `operator` as the payload's operator state. */
+  finish(operator: unknown): Uint8Array {
+    const parts: string[] = [`{"uid":${JSON.stringify(this.uid)},"keyed":{"states":${JSON.stringify(this.states)},"keyGroups":[]`];
+    const list = (name: string, items: string[]) => {
+      if (items.length === 0) return;
+      parts.push(`,"${name}":[`);
+      items.forEach((text, i) => parts.push(i === 0 ? text : `,${text}`));
+      parts.push(']');
+    };
+    list('flat', this.flat);
+    list('flatNamespaced', this.namespaced);
+    const tail = operator === undefined ? '' : `,"operator":${JSON.stringify(operator) ?? 'null'}`;
+    parts.push(`,"range":${JSON.stringify(this.range)}}${tail}}`);
+    // Room for the text as ASCII (a byte a character), as JSON of state mostly is; the rest is encoded apart.
+    const chars = parts.reduce((sum, part) => sum + part.length, 0);
+    const file = new Uint8Array(MAX_HEADER + chars);
+    let at = MAX_HEADER;
+    for (let i = 0; i < parts.length; i++) {
+      const { read, written } = encoder.encodeInto(parts[i]!, file.subarray(at));
+      at += written;
+      if (read !== parts[i]!.length) return withHeader(parts.map((part) => encoder.encode(part)));
+    }
+    const body = file.subarray(MAX_HEADER, at);
+    const header = encoder.encode(headerLine('state', 2, body, 0));
+    file.set(header, MAX_HEADER - header.length);
+    return file.subarray(MAX_HEADER - header.length, at);
+  }
+}
+
+/** A version-2 state file of a body given in pieces of UTF-8 (text that is not all ASCII). */
+function withHeader(pieces: Uint8Array[]): Uint8Array {
+  const length = pieces.reduce((sum, piece) => sum + piece.length, 0);
+  const file = new Uint8Array(MAX_HEADER + length);
+  let at = MAX_HEADER;
+  for (const piece of pieces) {
+    file.set(piece, at);
+    at += piece.length;
+  }
+  const body = file.subarray(MAX_HEADER);
+  const header = encoder.encode(headerLine('state', 2, body, 0));
+  file.set(header, MAX_HEADER - header.length);
+  return file.subarray(MAX_HEADER - header.length);
+}
+
+/** Adds the items of a JSON array, comma-separated, as one more piece of text. */
+function appendItems(pieces: string[], items: readonly unknown[] | undefined): void {
+  if (items === undefined || items.length === 0) return;
+  pieces.push(JSON.stringify(items).slice(1, -1));
+}
+
 function headerLine(kind: FileKind, version: number, body: Uint8Array, setAside: number): string {
   const header = { weir: kind, version, length: body.length, crc32: crc32(body), ...(setAside > 0 ? { values: setAside } : {}) };
   return `${JSON.stringify(header)}\n`;
@@ -84,8 +161,25 @@ function headerLine(kind: FileKind, version: number, body: Uint8Array, setAside:
  * are the values the storage kept beside the file (`CheckpointStorage.readStructured`), if any.
  */
 export function decodeFile(kind: FileKind, bytes: Uint8Array, name: string, values: readonly unknown[] = []): unknown {
-  const corrupt = (what: string) =>
-    new CheckpointCorruptedError(`${name}: ${what}; the file is damaged or was not written by weir — restore from another checkpoint`);
+  const body = checkFile(kind, bytes, name, values);
+  try {
+    return JSON.parse(decoder.decode(body), values.length > 0 ? revivingSetAside(values) : undefined);
+  } catch (error) {
+    throw corruptFile(name, error instanceof RangeError ? error.message : 'payload is not valid JSON');
+  }
+}
+
+function corruptFile(name: string, what: string): CheckpointCorruptedError {
+  return new CheckpointCorruptedError(`${name}: ${what}; the file is damaged or was not written by weir — restore from another checkpoint`);
+}
+
+/**
+ * Every check of `decodeFile` short of parsing the payload (header, kind, version, length, checksum, nesting, count
+ * of set-aside values): what a restore runs on a large file it reads again, and parses, only when it restores it.
+ * Returns the payload's bytes.
+ */
+export function checkFile(kind: FileKind, bytes: Uint8Array, name: string, values: readonly unknown[] = []): Uint8Array {
+  const corrupt = (what: string) => corruptFile(name, what);
   const end = bytes.subarray(0, MAX_HEADER).indexOf(NEWLINE);
   if (end < 0) throw corrupt('no weir header');
   let header: { weir?: unknown; version?: unknown; length?: unknown; crc32?: unknown; values?: unknown };
@@ -113,11 +207,7 @@ export function decodeFile(kind: FileKind, bytes: Uint8Array, name: string, valu
         : `expected ${setAside} values kept beside the file, found ${values.length}`,
     );
   }
-  try {
-    return JSON.parse(decoder.decode(body), setAside > 0 ? revivingSetAside(values) : undefined);
-  } catch (error) {
-    throw corrupt(error instanceof RangeError ? error.message : 'payload is not valid JSON');
-  }
+  return body;
 }
 
 /** Whether JSON text nests arrays and objects more than `max` levels deep (brackets inside strings do not count). */

@@ -2,7 +2,7 @@ import { CheckpointCorruptedError, CheckpointNotFoundError, ForeignCheckpointErr
 import type { CheckpointStorage, Json, KeyGroupRange, KeyedStatePayload } from '../core/types.js';
 import { checkStatePayload, stateFileEntryProblem } from './checkPayloads.js';
 import { readStored } from '../storage/readStored.js';
-import { decodeFile } from './fileFormat.js';
+import { checkFile, decodeFile } from './fileFormat.js';
 import {
   METADATA_FILE,
   checkpointDir,
@@ -35,7 +35,10 @@ export interface RestoredOperator {
   keyed(range?: KeyGroupRange): AsyncIterable<KeyedStatePayload>;
 }
 
-/** Decoded state files kept in memory from load to restore, in file bytes per checkpoint; the rest is read again. */
+/**
+ * Decoded state files kept in memory from load to restore, in file bytes per checkpoint. The rest is checked at load
+ * (checksum and all, but not parsed) and read again, and parsed once, when restored.
+ */
 const KEEP_LOADED_BYTES = 16 * 1024 * 1024;
 
 /**
@@ -97,9 +100,20 @@ export async function loadCheckpoint(storage: CheckpointStorage, dir: string, jo
     // fall back); big keyed payloads are not kept but read again when restored.
     const keyed: (KeyedStatePayload | undefined)[] = [];
     const operators: (Json | undefined)[] = [];
+    const withOperatorState = new Set<number>();
     for (const entry of files) {
+      // A shared file's operator state is an earlier checkpoint's: this one's own files carry the current one, in the
+      // first own file of each subtask (a task's chunks after the first carry none, see `writeChunks`), or a file
+      // without key groups. Only those have to be parsed now, past the budget.
+      const ownOperatorState = entry.checkpoint === undefined && (entry.keyGroups === null || !withOperatorState.has(entry.subtask));
+      if (ownOperatorState) withOperatorState.add(entry.subtask);
+      if (kept > KEEP_LOADED_BYTES && !ownOperatorState) {
+        await checkStateFileBytes(storage, dir, metadata.id, entry);
+        operators.push(undefined);
+        keyed.push(undefined);
+        continue;
+      }
       const { payload, bytes } = await readPayload(uid, entry);
-      // A shared file's operator state is an earlier checkpoint's: this one's own files carry the current one.
       operators.push(entry.checkpoint === undefined ? payload.operator : undefined);
       const keep = payload.keyed !== undefined && (kept += bytes) <= KEEP_LOADED_BYTES;
       keyed.push(keep ? payload.keyed : undefined);
@@ -132,6 +146,23 @@ export async function readStateFile(
   uid: string,
   entry: StateFileEntry,
 ): Promise<{ payload: OperatorStatePayload; bytes: number }> {
+  const { data, values, name } = await readStateFileBytes(storage, dir, id, entry);
+  return { payload: checkStatePayload(decodeFile('state', data, name, values), uid, name), bytes: data.length };
+}
+
+/** Reads one state file as `readStateFile` does and checks it whole (`checkFile`) without parsing its payload. */
+async function checkStateFileBytes(storage: CheckpointStorage, dir: string, id: number, entry: StateFileEntry): Promise<void> {
+  const { data, values, name } = await readStateFileBytes(storage, dir, id, entry);
+  checkFile('state', data, name, values);
+}
+
+/** The bytes of one state file, the values stored beside them, and its name for errors. */
+async function readStateFileBytes(
+  storage: CheckpointStorage,
+  dir: string,
+  id: number,
+  entry: StateFileEntry,
+): Promise<{ data: Uint8Array; values: readonly unknown[]; name: string }> {
   const path = stateFilePath(dir, entry);
   const name = storage.describe ? storage.describe(path) : `${storage.location}: ${path}`;
   const { data, values } = await readStored(storage, path).catch((error: unknown) => {
@@ -144,7 +175,7 @@ export async function readStateFile(
       { cause: error },
     );
   });
-  return { payload: checkStatePayload(decodeFile('state', data, name, values), uid, name), bytes: data.length };
+  return { data, values, name };
 }
 
 /**

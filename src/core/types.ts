@@ -226,6 +226,12 @@ export interface KeyedSnapshot {
   materializeChangeChunks?(maxEntries: number): Iterable<KeyedStatePayload>;
   /** Releases copy-on-write bookkeeping; called once the payload is produced or the checkpoint aborted. */
   release(): void;
+  /**
+   * True when every piece `materializeChunks` gives holds only unbucketed entries (`flat`, `flatNamespaced`) of one
+   * range, with the same `states`: consecutive pieces may then go into one state file, so a checkpoint asks for
+   * small pieces and encodes a file between the job's records, piece by piece (a heap full snapshot).
+   */
+  readonly flatChunks?: boolean;
 }
 
 /** Working state of one keyed operator instance. Reads and writes are synchronous: this is the hot path. */

@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -65,5 +65,47 @@ describe.each(backends)('keyed state larger than one state file, on the %s backe
     const result = await two.job.start({ restore: 'latest' }).done;
     expect(result.restoredFrom).toBe('chunked/chk-1');
     expect(two.out.values).toEqual(Array.from({ length: 50 }, (_, i) => ({ key: `k${i * 1999}`, n: i * 1999 + 1 })));
+  }, 60_000);
+});
+
+describe('keyed state past the budget a restore keeps decoded from load to restore (16 MiB)', () => {
+  /** ~28 MB of state in three files: the files past the budget are checked at load, and parsed only when restored. */
+  const big = Array.from({ length: 300_000 }, (_, i) => ({ key: `k${i}`, n: i, pad: 'x'.repeat(60) }));
+  const padJob = (records: typeof big, warnings: string[] = []) => {
+    const job = createJob({ name: 'big', chunkSize: 8192, checkpoints: { storage: fsCheckpointStorage(join(dir, 'chk')) }, onWarning: (m) => warnings.push(m) });
+    const out = collect<(typeof big)[number]>();
+    job
+      .source(fromArray(records), { uid: 'in' })
+      .pipe(keyBy((c) => c.key), reduce((a, b) => ({ key: a.key, n: a.n + b.n, pad: a.pad }), { uid: 'sum' }))
+      .pipe(out.sink({ uid: 'out' }));
+    return { job, out };
+  };
+
+  it('restores every file, read once more past the budget', async () => {
+    await padJob(big).job.start().done;
+    const sizes = await Promise.all(
+      (await readdir(join(dir, 'chk', 'big', 'chk-1'))).filter((name) => name.startsWith('sum.')).map(async (name) => (await readFile(join(dir, 'chk', 'big', 'chk-1', name))).length),
+    );
+    expect(sizes.reduce((a, b) => a + b, 0)).toBeGreaterThan(16 * 1024 * 1024 + Math.max(...sizes));
+    const more = [...big, ...[0, 150_000, 299_999].map((i) => ({ key: `k${i}`, n: 1, pad: '' }))];
+    const two = padJob(more);
+    await two.job.start({ restore: 'latest' }).done;
+    expect(two.out.values.map(({ key, n }) => [key, n])).toEqual([['k0', 1], ['k150000', 150_001], ['k299999', 300_000]]);
+  }, 60_000);
+
+  it('finds a damaged file past the budget at load, so that latest falls back', async () => {
+    await padJob(big).job.start().done;
+    const chk = join(dir, 'chk', 'big', 'chk-1');
+    const names = (await readdir(chk)).filter((name) => name.startsWith('sum.')).sort((a, b) => Number(a.split('.').pop()) - Number(b.split('.').pop()));
+    const last = join(chk, names[names.length - 1]!);
+    const bytes = await readFile(last);
+    bytes[bytes.length - 10]! ^= 1;
+    await writeFile(last, bytes);
+    const warnings: string[] = [];
+    const two = padJob([{ key: 'k0', n: 1, pad: '' }], warnings);
+    await two.job.start({ restore: 'latest' }).done;
+    expect(warnings[0]).toMatch(/checkpoint 1 of job 'big' cannot be restored .*checksum mismatch/);
+    // Started fresh: k0 holds only the new record.
+    expect(two.out.values.map(({ key, n }) => [key, n])).toEqual([['k0', 1]]);
   }, 60_000);
 });

@@ -854,6 +854,74 @@ export function describeKeyedStateBackend(name: string, create: () => StateBacke
         expect(keys).not.toContain('late');
         expect(new Set(keys).size).toBe(50);
       });
+
+      it('sees the state as of the snapshot while keys are written, removed and added back between its chunks', () => {
+        const value = backend.getState(valueState<number>('v'));
+        const set = (key: string, n: number | undefined) => {
+          backend.setCurrentKey(key);
+          if (n === undefined) value.clear();
+          else value.update(n);
+        };
+        for (let i = 0; i < 40; i++) set(`k${i}`, i);
+        // Written between the barrier and the first chunk, as a running job does.
+        set('k0', 100);
+        set('k1', undefined);
+        set('new-before', 1);
+        const snapshot = backend.snapshot();
+        set('k2', 200);
+        set('k3', undefined);
+        set('k3', 300);
+        const seen: unknown[][] = [];
+        let round = 0;
+        for (const chunk of snapshot.materializeChunks(5)) {
+          seen.push(...allEntries(chunk).map((entry) => [entry[1], entry[2]]));
+          // Between chunks: keys already read and keys still to come, removed, added back, changed, and new ones.
+          round++;
+          set(`k${(round * 7) % 40}`, undefined);
+          set(`k${(round * 11) % 40}`, -round);
+          set(`k${(round * 13) % 40}`, undefined);
+          set(`k${(round * 13) % 40}`, -2 * round);
+          set(`after-${round}`, round);
+        }
+        snapshot.release();
+        const expected = [['k0', 100], ...Array.from({ length: 38 }, (_, i) => [`k${i + 2}`, i + 2]), ['new-before', 1]];
+        const sort = (entries: unknown[][]) => entries.map((entry) => JSON.stringify(entry)).sort();
+        expect(sort(seen)).toEqual(sort(expected));
+      });
+
+      it('sees values as of the snapshot while they are changed in place between its chunks', () => {
+        const list = backend.getState(listState<number>('l'));
+        const object = backend.getState(valueState<{ n: number }>('o'));
+        for (let i = 0; i < 30; i++) {
+          backend.setCurrentKey(`k${i}`);
+          list.add(i);
+          object.update({ n: i });
+        }
+        const snapshot = backend.snapshot();
+        const restored = open();
+        let round = 0;
+        for (const chunk of snapshot.materializeChunks(4)) {
+          restored.restore([throughJson(chunk)]);
+          // Every key, read and changed in place (a list appended to, a value's field set) after each chunk.
+          round++;
+          for (let i = 0; i < 30; i++) {
+            backend.setCurrentKey(`k${i}`);
+            list.add(-round);
+            const value = object.value()!;
+            value.n = -round;
+            if (round % 2 === 0) object.update(value);
+          }
+        }
+        snapshot.release();
+        expect(round).toBeGreaterThan(5);
+        const restoredList = restored.getState(listState<number>('l'));
+        const restoredObject = restored.getState(valueState<{ n: number }>('o'));
+        for (let i = 0; i < 30; i++) {
+          restored.setCurrentKey(`k${i}`);
+          expect(restoredList.get()).toEqual([i]);
+          expect(restoredObject.value()).toEqual({ n: i });
+        }
+      });
     });
   });
 }

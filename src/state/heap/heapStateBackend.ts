@@ -7,7 +7,6 @@ import type {
   KeyedStatePayload,
   StateBackend,
   StateDescriptor,
-  SnapshotEntry,
   StateMeta,
   RemovedEntry,
 } from '../../core/types.js';
@@ -36,7 +35,7 @@ import {
 } from './heapStates.js';
 import { StateFamily } from './stateFamily.js';
 import { withStateTtl } from '../ttl/withStateTtl.js';
-import type { StateTable, Overlay } from './stateTable.js';
+import { ABSENT, type StateTable, type Overlay } from './stateTable.js';
 
 /**
  * Working state in JavaScript `Map`s (Flink's HashMapStateBackend): the fastest backend, bounded by the heap.
@@ -66,9 +65,12 @@ interface PendingState {
   compact: boolean;
 }
 
-/** The entries (`[state, key, value, namespace?]`) and removals of one state in one payload, in this backend's key groups. */
+/**
+ * The entries and removals of one state in one payload, in this backend's key groups: entries flat, `key, value,
+ * namespace` triples as saved (`''` for no namespace), so that a restored state costs no array per entry until used.
+ */
 interface PendingSource {
-  readonly entries: readonly SnapshotEntry[];
+  readonly entries: readonly unknown[];
   readonly removed: readonly RemovedEntry[];
 }
 
@@ -171,14 +173,13 @@ class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
     let namespace = '';
     let live = family.write('').live;
     for (const { entries, removed } of restored.sources) {
-      for (let i = 0; i < entries.length; i++) {
-        const entry = entries[i]!;
-        const key = entry[1];
+      for (let i = 0; i < entries.length; i += 3) {
+        const key = entries[i];
         const type = encodedKeyType(key);
         if (type !== lastType) keyTypes.add((lastType = type));
-        const entryNamespace = entry[3] ?? '';
+        const entryNamespace = entries[i + 2] as string;
         if (entryNamespace !== namespace) live = family.write((namespace = entryNamespace)).live;
-        live.set(decodeKey(key), decode(entry[2]));
+        live.set(decodeKey(key), decode(entries[i + 1]));
       }
       for (const [, key, removedNamespace = ''] of removed) {
         const table = family.read(removedNamespace);
@@ -219,10 +220,15 @@ class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
     const release = () => {
       if (released) return;
       released = true;
-      for (const [, table, overlay] of tables) table.overlays.splice(table.overlays.indexOf(overlay), 1);
+      for (const [, table, overlay] of tables) table.removeOverlay(overlay);
     };
     const chunks = (maxEntries: number): Generator<KeyedStatePayload> => this.chunks(tables, pending, maxEntries, release);
-    const snapshot: KeyedSnapshot = { release, materialize: () => wholePayload(this.stateIndexes(tables, pending).states, chunks(Infinity)), materializeChunks: chunks };
+    const snapshot: KeyedSnapshot = {
+      release,
+      materialize: () => wholePayload(this.stateIndexes(tables, pending).states, chunks(Infinity)),
+      materializeChunks: chunks,
+      flatChunks: true,
+    };
     if (!this.trackChanges) return snapshot;
     const changes = Array.from(this.families.values(), (family) => [family.descriptor.name, family.takeChanges()!] as const);
     return { ...snapshot, materializeChangeChunks: (maxEntries) => this.changeChunks(tables, pending, changes, maxEntries, release) };
@@ -305,9 +311,7 @@ class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
     try {
       const { states, tableStates, pendingStates } = this.stateIndexes(tables, pending);
       const range: [number, number] = [this.range.start, this.range.end];
-      // Per table, its keys and values as of the snapshot.
-      const captured = tables.map(([, table, overlay]) => table.entriesAsOf(overlay));
-      // Restored, never read: flat triples of encoded key, encoded value, namespace.
+      // Restored, never read: flat triples of encoded key, encoded value, namespace (see `PendingSource`).
       const restored = pending.map(({ state, sources, compact }) => {
         const compacted = compact ? sources : compactSources(sources);
         // Kept for the next snapshot, unless a restore came in between.
@@ -334,24 +338,36 @@ class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
         return payload;
       };
       for (let source = 0; source < tables.length; source++) {
-        const [namespace, table] = tables[source]!;
+        const [namespace, table, overlay] = tables[source]!;
         const state = tableStates[source]!;
         const serializer = table.descriptor.serializer;
-        const { keys, values } = captured[source]!;
-        captured[source] = { keys: [], values: [] };
+        // Each table's keys and values as of the snapshot, taken when its turn comes (see `captureAsOf`): the
+        // tables are not copied all at once, and a key is looked up only when written since the barrier.
+        const { keys, values, fix, missing } = table.captureAsOf(overlay);
         for (let i = 0; i < keys.length; i++) {
-          const key = encodeKey(keys[i]!);
-          const value = serializer.encode(values[i]);
-          if (namespace === '') flat.push(state, key, value);
-          else namespaced.push(state, key, value, namespace);
+          let value: unknown = values[i];
+          if (fix !== undefined) {
+            const old = fix.get(keys[i]!);
+            if (old === ABSENT) continue;
+            if (old !== undefined) value = old;
+          }
+          if (namespace === '') flat.push(state, encodeKey(keys[i]!), serializer.encode(value));
+          else namespaced.push(state, encodeKey(keys[i]!), serializer.encode(value), namespace);
+          if (++count >= maxEntries) yield take();
+        }
+        for (const [key, value] of missing) {
+          if (namespace === '') flat.push(state, encodeKey(key), serializer.encode(value));
+          else namespaced.push(state, encodeKey(key), serializer.encode(value), namespace);
           if (++count >= maxEntries) yield take();
         }
       }
       for (let index = 0; index < restored.length; index++) {
         const state = pendingStates[index]!;
-        for (const [, key, value, namespace] of restored[index]!) {
-          if (namespace === undefined || namespace === '') flat.push(state, key, value);
-          else namespaced.push(state, key, value, namespace);
+        const entries = restored[index]!;
+        for (let i = 0; i < entries.length; i += 3) {
+          const namespace = entries[i + 2] as string;
+          if (namespace === '') flat.push(state, entries[i], entries[i + 1]);
+          else namespaced.push(state, entries[i], entries[i + 1], namespace);
           if (++count >= maxEntries) yield take();
         }
       }
@@ -367,7 +383,7 @@ class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
    */
   restore(payloads: KeyedStatePayload[]): void {
     for (const payload of payloads) {
-      const entries: SnapshotEntry[][] = [];
+      const entries: unknown[][] = [];
       const removals: RemovedEntry[][] = [];
       const declared = payload.states.length;
       forEachPayloadEntry(payload, { maxParallelism: this.maxParallelism, range: this.range }, (entry) => {
@@ -377,7 +393,7 @@ class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
           if (!(index < declared)) throw undeclaredState(this.uid, index);
           entries[index] = list = [];
         }
-        list.push(entry);
+        list.push(entry[1], entry[2], entry[3] ?? '');
       });
       for (const [keyGroup, removed] of payload.removed ?? []) {
         if (keyGroup < this.range.start || keyGroup > this.range.end) continue;
@@ -420,7 +436,7 @@ class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
         state.sources = compactSources(state.sources);
         state.compact = true;
       }
-      for (const source of state.sources) for (const entry of source.entries) keys.add(decodeKey(entry[1]));
+      for (const { entries } of state.sources) for (let i = 0; i < entries.length; i += 3) keys.add(decodeKey(entries[i]));
     }
     return keys.size;
   }
@@ -438,7 +454,7 @@ class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
  */
 function compactSources(sources: readonly PendingSource[]): PendingSource[] {
   // By namespace and key as saved: a bigint's `{ $bigint }` by its text (keys are not decoded: a snapshot passes them on as they are).
-  const byNamespace = new Map<string, Map<unknown, SnapshotEntry>>();
+  const byNamespace = new Map<string, Map<unknown, [key: unknown, value: unknown]>>();
   const idOf = (key: unknown) => (key !== null && typeof key === 'object' ? `\u0000object:${JSON.stringify(key)}` : key);
   const tableOf = (namespace: string) => {
     let table = byNamespace.get(namespace);
@@ -446,10 +462,10 @@ function compactSources(sources: readonly PendingSource[]): PendingSource[] {
     return table;
   };
   for (const { entries, removed } of sources) {
-    for (const entry of entries) tableOf(entry[3] ?? '').set(idOf(entry[1]), entry);
+    for (let i = 0; i < entries.length; i += 3) tableOf(entries[i + 2] as string).set(idOf(entries[i]), [entries[i], entries[i + 1]]);
     for (const [, key, namespace = ''] of removed) byNamespace.get(namespace)?.delete(idOf(key));
   }
-  const entries: SnapshotEntry[] = [];
-  for (const table of byNamespace.values()) for (const entry of table.values()) entries.push(entry);
+  const entries: unknown[] = [];
+  for (const [namespace, table] of byNamespace) for (const [key, value] of table.values()) entries.push(key, value, namespace);
   return entries.length === 0 ? [] : [{ entries, removed: [] }];
 }

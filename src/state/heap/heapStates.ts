@@ -50,7 +50,7 @@ export class HeapValueState<T> extends HeapState<T> implements ValueState<T> {
     const key = this.key();
     const table = this.readTable();
     // Reads hand out a private copy while a snapshot is pending, so in-place mutation cannot reach the snapshot.
-    const value = table.overlays.length === 0 ? table.get(key) : table.mutable(key);
+    const value = table.snapshotting() ? table.mutable(key) : table.get(key);
     if (value !== undefined) return value;
     const fallback = this.family.descriptor.defaultValue;
     return fallback === undefined ? undefined : copyValue(fallback);

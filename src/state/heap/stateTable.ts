@@ -15,6 +15,12 @@ export class StateTable<V> {
   readonly live = new Map<Key, V>();
   /** Overlays of snapshots not yet materialised; usually none, so the write path checks one length. */
   readonly overlays: Overlay[] = [];
+  /**
+   * Snapshots that have taken this table's keys and values (`captureAsOf`) but still hold its values while they
+   * encode them: by the overlay they were taken with, the keys whose live value has since been made a private copy.
+   * Writes no longer need to save old values for them; only a value handed out to be changed in place is copied.
+   */
+  readonly captured = new Map<Overlay, Set<Key>>();
   /** With change tracking (incremental checkpoints): the keys written since the last snapshot, shared with the family. */
   changed: Set<Key> | undefined;
 
@@ -41,8 +47,9 @@ export class StateTable<V> {
     const value = this.live.get(key);
     // Handed out to be changed in place: with change tracking, the key counts as written.
     if (value !== undefined) this.changed?.add(key);
-    if (value === undefined || this.overlays.length === 0 || !this.needsPreserve(key)) return value;
+    if (value === undefined || (this.overlays.length === 0 && this.captured.size === 0) || !this.needsPreserve(key)) return value;
     this.preserve(key);
+    for (const copied of this.captured.values()) copied.add(key);
     const copy = this.copy(value);
     this.live.set(key, copy);
     return copy;
@@ -50,7 +57,20 @@ export class StateTable<V> {
 
   private needsPreserve(key: Key): boolean {
     for (const overlay of this.overlays) if (!overlay.has(key)) return true;
+    for (const copied of this.captured.values()) if (!copied.has(key)) return true;
     return false;
+  }
+
+  /** Whether a snapshot still holds values of this table (pending or being encoded): reads then hand out copies. */
+  snapshotting(): boolean {
+    return this.overlays.length !== 0 || this.captured.size !== 0;
+  }
+
+  /** Ends what the snapshot of `overlay` kept of this table (released, or done). */
+  removeOverlay(overlay: Overlay): void {
+    const index = this.overlays.indexOf(overlay);
+    if (index >= 0) this.overlays.splice(index, 1);
+    this.captured.delete(overlay);
   }
 
   private preserve(key: Key): void {
@@ -64,6 +84,31 @@ export class StateTable<V> {
     const old = overlay.get(key);
     if (old === undefined) return this.live.get(key);
     return old === ABSENT ? undefined : (old as V);
+  }
+
+  /**
+   * Every key and value as they were when `overlay` was added, for reading piece by piece while writes go on: the
+   * live keys and values now (spread, builtins: no lookup per key), `fix` the old values of the keys written since
+   * the overlay was added (undefined when none was, the usual case; `ABSENT`: leave the key out), and `missing` the
+   * keys removed since, with their old values. Later writes cannot change what this gives: a write replaces the
+   * live value, and a value changed in place is copied first (`mutable`), so the spread values stay as they were.
+   * From then on the overlay is not written to any more (see `captured`); `removeOverlay` ends it.
+   */
+  captureAsOf(overlay: Overlay): { keys: Key[]; values: V[]; fix: Overlay | undefined; missing: [Key, V][] } {
+    const keys = [...this.live.keys()];
+    const values = [...this.live.values()];
+    const index = this.overlays.indexOf(overlay);
+    if (index >= 0) {
+      this.overlays.splice(index, 1);
+      // The keys written since the barrier hold private copies already (a write put its value, `mutable` copied).
+      this.captured.set(overlay, new Set(overlay.keys()));
+    }
+    if (overlay.size === 0) return { keys, values, fix: undefined, missing: [] };
+    const missing: [Key, V][] = [];
+    overlay.forEach((old, key) => {
+      if (old !== ABSENT && !this.live.has(key)) missing.push([key, old as V]);
+    });
+    return { keys, values, fix: overlay, missing };
   }
 
   /**

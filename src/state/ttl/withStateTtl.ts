@@ -176,6 +176,8 @@ class TtlKeyedStateBackend implements KeyedStateBackend {
         }
       },
       release: () => snapshot.release(),
+      // Filtering keeps a piece's form (unbucketed entries stay so, with their range).
+      ...(snapshot.flatChunks === undefined ? {} : { flatChunks: snapshot.flatChunks }),
     };
     // An incremental checkpoint's delta is not a full snapshot: it goes out as it is (as in Flink).
     if (snapshot.materializeChangeChunks) filtering.materializeChangeChunks = (maxEntries) => snapshot.materializeChangeChunks!(maxEntries);
