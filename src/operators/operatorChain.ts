@@ -1,0 +1,115 @@
+import { Observable, type Subscriber } from 'rxjs';
+import { CheckpointBarrier, ControlElement, SideOutputElement, Watermark, type StreamElement } from '../core/elements.js';
+import type { TaskContext } from '../core/graph.js';
+import { userFunctionFailure } from '../core/userFunctionFailure.js';
+import type { OperatorHandler, OperatorSpec } from './operate.js';
+
+/** One operator of a chain: its spec and the task it runs as. */
+interface ChainedOperator {
+  readonly task: TaskContext;
+  readonly spec: OperatorSpec<unknown, unknown>;
+}
+
+/** Where a chained operator sends what it emits: the next operator's input, or the chain's subscriber. */
+interface Downstream {
+  next(element: StreamElement<unknown>): void;
+  complete(): void;
+}
+
+/**
+ * Consecutive one-input operators where each is the only consumer of the one before, run as one subscription, as
+ * Flink chains operators into one task: an operator hands its output to the next one by a plain call instead of
+ * through an RxJS Subscriber, which per record and operator cost more than most operators' own work. Each operator
+ * keeps its own handler, error naming, watermark slot and barrier handling; only the hand-over changes. The
+ * execution shares a node's output (`share()`) when it has several consumers, so a chain never sees such a node and
+ * ends there.
+ */
+export class OperatorChain extends Observable<StreamElement<unknown>> {
+  constructor(
+    readonly input: Observable<StreamElement<unknown>>,
+    readonly operators: readonly ChainedOperator[],
+  ) {
+    super((subscriber) => runChain(input, operators, subscriber));
+  }
+
+  /** This chain with `operator` appended, reading the same input. */
+  then(operator: ChainedOperator): OperatorChain {
+    return new OperatorChain(this.input, [...this.operators, operator]);
+  }
+}
+
+function runChain(
+  source: Observable<StreamElement<unknown>>,
+  operators: readonly ChainedOperator[],
+  subscriber: Subscriber<StreamElement<unknown>>,
+): () => void {
+  const handlers: OperatorHandler<unknown>[] = [];
+  // Handlers are released in flow order, as the nested subscriptions of unchained operators were.
+  const dispose = () => handlers.forEach((handler) => handler.dispose?.());
+  let downstream: Downstream = { next: (element) => subscriber.next(element), complete: () => subscriber.complete() };
+  // Set up from the end, as unchained operators were (each subscribed to its input after its own setup).
+  for (let i = operators.length - 1; i >= 0; i--) {
+    const link = linkOperator(operators[i]!, downstream, subscriber);
+    if (link === undefined) return dispose;
+    handlers.unshift(link.handler);
+    downstream = link;
+  }
+  const first = downstream;
+  const subscription = source.subscribe({ next: (element) => first.next(element), error: (error) => subscriber.error(error), complete: () => first.complete() });
+  return () => {
+    subscription.unsubscribe();
+    dispose();
+  };
+}
+
+/**
+ * One operator's input, sending to `downstream`: every throw of the operator's functions, on any path, fails the
+ * chain's subscriber once, as a `UserFunctionError` naming the operator (the role RxJS gives OperatorSubscriber).
+ * Undefined when its setup threw (the chain has failed).
+ */
+function linkOperator(
+  { task, spec }: ChainedOperator,
+  downstream: Downstream,
+  subscriber: Subscriber<StreamElement<unknown>>,
+): (Downstream & { handler: OperatorHandler<unknown> }) | undefined {
+  // Once the chain failed or was torn down, nothing more reaches the operators after this one.
+  const out = (element: StreamElement<unknown>) => {
+    if (!subscriber.closed) downstream.next(element);
+  };
+  const fail = (error: unknown) => subscriber.error(userFunctionFailure(error, { job: task.job, uid: task.uid, operator: spec.kind }));
+  let handler: OperatorHandler<unknown>;
+  try {
+    handler = spec.setup(task, out, fail);
+  } catch (error) {
+    fail(error);
+    return undefined;
+  }
+  const active = handler;
+  const forwardTo = (element: ControlElement) => () => out(element);
+  return {
+    handler: active,
+    next(element) {
+      try {
+        if (!(element instanceof ControlElement)) active.onRecord(element);
+        else if (element instanceof CheckpointBarrier && active.onBarrier) active.onBarrier(element, forwardTo(element));
+        else if (element instanceof Watermark) {
+          task.watermark.current = element.timestamp;
+          if (active.onWatermark) active.onWatermark(element, forwardTo(element));
+          else out(element);
+        } else if (element instanceof SideOutputElement) active.onSideOutput?.(element);
+        else out(element);
+      } catch (error) {
+        fail(error);
+      }
+    },
+    complete() {
+      try {
+        active.onComplete?.();
+      } catch (error) {
+        fail(error);
+        return;
+      }
+      if (!subscriber.closed) downstream.complete();
+    },
+  };
+}
