@@ -52,10 +52,7 @@ export function operate<T, R>(input: Flow<T>, spec: OperatorSpec<T, R>): Flow<R>
     states: spec.states,
     inputs: [input.node],
     // An operator that is the only consumer of another joins its chain (see OperatorChain).
-    build: (task, [upstream]) => {
-      const operator = { task, spec: spec as OperatorSpec<unknown, unknown> };
-      return upstream instanceof OperatorChain ? upstream.then(operator) : new OperatorChain(upstream!, [operator]);
-    },
+    build: (task, [upstream]) => OperatorChain.after(upstream!, { task, spec: spec as OperatorSpec<unknown, unknown> }),
   });
   return new Flow<R>(input.graph, node, spec.timestamped ?? input.timestamped);
 }

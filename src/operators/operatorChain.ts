@@ -5,7 +5,7 @@ import { userFunctionFailure } from '../core/userFunctionFailure.js';
 import type { OperatorHandler, OperatorSpec } from './operate.js';
 
 /** One operator of a chain: its spec and the task it runs as. */
-interface ChainedOperator {
+export interface ChainedOperator {
   readonly task: TaskContext;
   readonly spec: OperatorSpec<unknown, unknown>;
 }
@@ -32,9 +32,9 @@ export class OperatorChain extends Observable<StreamElement<unknown>> {
     super((subscriber) => runChain(input, operators, subscriber));
   }
 
-  /** This chain with `operator` appended, reading the same input. */
-  then(operator: ChainedOperator): OperatorChain {
-    return new OperatorChain(this.input, [...this.operators, operator]);
+  /** `operator` reading `input`: appended to its chain when `input` is one (its node's only consumer is `operator`). */
+  static after(input: Observable<StreamElement<unknown>>, operator: ChainedOperator): OperatorChain {
+    return input instanceof OperatorChain ? new OperatorChain(input.input, [...input.operators, operator]) : new OperatorChain(input, [operator]);
   }
 }
 
