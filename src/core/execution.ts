@@ -9,6 +9,7 @@ import { userFunctionFailure } from './userFunctionFailure.js';
 import { keyGroupRangeFor } from './keyGroups.js';
 import type { GraphNode, TaskContext } from './graph.js';
 import type { JobGraph } from './jobGraph.js';
+import { DirectObservable } from './directObservable.js';
 import { SourceRunner } from './sourceRunner.js';
 import type { OperatorSpec } from '../operators/operate.js';
 import { OperatorChain } from '../operators/operatorChain.js';
@@ -174,7 +175,7 @@ export class Execution {
     }
     const reader = await source.open({ uid: node.uid, restoredOffset: source.replayable ? offset : undefined });
     this.idleReaders.add(reader);
-    return new Observable<StreamElement<unknown>>((subscriber) => {
+    return new DirectObservable<StreamElement<unknown>>((subscriber) => {
       this.idleReaders.delete(reader);
       const runner = new SourceRunner(reader, subscriber, {
         chunkSize: this.options.chunkSize,

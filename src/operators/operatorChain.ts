@@ -1,4 +1,5 @@
-import { Observable, type Subscriber } from 'rxjs';
+import { Observable, type Subscriber, type Subscription } from 'rxjs';
+import { DirectObservable } from '../core/directObservable.js';
 import { CheckpointBarrier, ControlElement, SideOutputElement, Watermark, type StreamElement } from '../core/elements.js';
 import type { TaskContext } from '../core/graph.js';
 import { userFunctionFailure } from '../core/userFunctionFailure.js';
@@ -55,12 +56,25 @@ function runChain(
     downstream = link;
   }
   const first = downstream;
-  const subscription = source.subscribe({ next: (element) => first.next(element), error: (error) => subscriber.error(error), complete: () => first.complete() });
+  // Read directly from a source, elements it sends after the chain ended are dropped here (a Subscriber would).
+  const stop =
+    source instanceof DirectObservable
+      ? source.subscribeDirect({
+          next: (element) => {
+            if (!subscriber.closed) first.next(element);
+          },
+          complete: () => {
+            if (!subscriber.closed) first.complete();
+          },
+        })
+      : unsubscriber(source.subscribe({ next: (element) => first.next(element), error: (error) => subscriber.error(error), complete: () => first.complete() }));
   return () => {
-    subscription.unsubscribe();
+    stop();
     dispose();
   };
 }
+
+const unsubscriber = (subscription: Subscription) => () => subscription.unsubscribe();
 
 /**
  * One operator's input, sending to `downstream`: every throw of the operator's functions, on any path, fails the
