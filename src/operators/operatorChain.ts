@@ -86,9 +86,12 @@ function linkOperator(
   downstream: Downstream,
   subscriber: Subscriber<StreamElement<unknown>>,
 ): (Downstream & { handler: OperatorHandler<unknown> }) | undefined {
-  // Once the chain failed or was torn down, nothing more reaches the operators after this one.
+  // Once the chain failed or was torn down, nothing more reaches the operators after this one. The functions a
+  // record goes through are read once here: this code is shared by every operator of every job, so a property read
+  // per record would be megamorphic (handlers are closures and never use `this`).
+  const { next: sendOn } = downstream;
   const out = (element: StreamElement<unknown>) => {
-    if (!subscriber.closed) downstream.next(element);
+    if (!subscriber.closed) sendOn(element);
   };
   const fail = (error: unknown) => subscriber.error(userFunctionFailure(error, { job: task.job, uid: task.uid, operator: spec.kind }));
   let handler: OperatorHandler<unknown>;
@@ -99,12 +102,13 @@ function linkOperator(
     return undefined;
   }
   const active = handler;
+  const { onRecord } = active;
   const forwardTo = (element: ControlElement) => () => out(element);
   return {
     handler: active,
     next(element) {
       try {
-        if (!(element instanceof ControlElement)) active.onRecord(element);
+        if (!(element instanceof ControlElement)) onRecord(element);
         else if (element instanceof CheckpointBarrier && active.onBarrier) active.onBarrier(element, forwardTo(element));
         else if (element instanceof Watermark) {
           task.watermark.current = element.timestamp;
