@@ -3,13 +3,16 @@ import type { CheckpointMode } from '../checkpoint/barrierAligner.js';
 import { taskId, type CheckpointCoordinator, type CheckpointTask, type SavepointTarget } from '../checkpoint/coordinator.js';
 import type { LoadedCheckpoint } from '../checkpoint/loadCheckpoint.js';
 import { QueryableStateRegistry } from '../query/queryableStateRegistry.js';
-import { CheckpointBarrier, ControlElement, type OperatorWatermark, type RecordTimestamp, type StreamElement } from './elements.js';
+import type { OperatorWatermark, RecordTimestamp, StreamElement } from './elements.js';
 import { NonReplayableSourceError } from './errors.js';
 import { userFunctionFailure } from './userFunctionFailure.js';
 import { keyGroupRangeFor } from './keyGroups.js';
 import type { GraphNode, TaskContext } from './graph.js';
 import type { JobGraph } from './jobGraph.js';
+import { DirectObservable } from './directObservable.js';
 import { SourceRunner } from './sourceRunner.js';
+import type { OperatorSpec } from '../operators/operate.js';
+import { OperatorChain } from '../operators/operatorChain.js';
 import type { Json, KeyGroupRange, KeyedStateBackend, Scheduler, SinkWriter, SourceReader, StateBackend, StateClock } from './types.js';
 
 export interface ExecutionOptions {
@@ -172,7 +175,7 @@ export class Execution {
     }
     const reader = await source.open({ uid: node.uid, restoredOffset: source.replayable ? offset : undefined });
     this.idleReaders.add(reader);
-    return new Observable<StreamElement<unknown>>((subscriber) => {
+    return new DirectObservable<StreamElement<unknown>>((subscriber) => {
       this.idleReaders.delete(reader);
       const runner = new SourceRunner(reader, subscriber, {
         chunkSize: this.options.chunkSize,
@@ -185,29 +188,25 @@ export class Execution {
     });
   }
 
-  private async sinkOutput(node: GraphNode, task: TaskContext, input: Observable<StreamElement<unknown>>): Promise<Observable<never>> {
+  private async sinkOutput(node: GraphNode, task: TaskContext, input: Observable<StreamElement<unknown>>): Promise<Observable<StreamElement<unknown>>> {
     const writer = await node.sink!.open({
       uid: node.uid,
       restoredState: task.restoredOperatorState,
       checkpointing: this.options.coordinator !== undefined,
     });
     this.writers.push(writer);
-    const where = { job: task.job, uid: node.uid, operator: node.sink!.name };
-    return new Observable<never>((subscriber) =>
-      input.subscribe({
-        next(element) {
-          try {
-            if (!(element instanceof ControlElement)) writer.write(element);
-            else if (element instanceof CheckpointBarrier) task.snapshot(element, () => ({ operator: writer.snapshot?.(element.id) ?? null }), () => undefined);
-          } catch (error) {
-            // A sink's callback (forEach's function, a custom writer) is named like an operator's (see `operate`).
-            subscriber.error(userFunctionFailure(error, where));
-          }
-        },
-        error: (error) => subscriber.error(error),
-        complete: () => subscriber.complete(),
+    // The sink ends its input's chain; a throw of its callback (forEach's function, a custom writer) is named
+    // like an operator's (see `operate`).
+    const sink: OperatorSpec<unknown, never> = {
+      kind: node.sink!.name,
+      setup: () => ({
+        onRecord: (value) => writer.write(value),
+        onBarrier: (barrier) => task.snapshot(barrier, () => ({ operator: writer.snapshot?.(barrier.id) ?? null }), () => undefined),
+        // Nothing flows out of a sink: watermarks stop here (side-output records, as everywhere, are dropped).
+        onWatermark: () => undefined,
       }),
-    );
+    };
+    return OperatorChain.after(input, { task, spec: sink as OperatorSpec<unknown, unknown> });
   }
 
   private taskContext(node: GraphNode, index = 0): TaskContext {

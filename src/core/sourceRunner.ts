@@ -1,5 +1,5 @@
-import type { Subscriber } from 'rxjs';
 import { CancelCheckpointMarker, MAX_WATERMARK, type CheckpointBarrier, type StreamElement } from './elements.js';
+import type { DirectObserver } from './directObservable.js';
 import type { Json, SourceReader } from './types.js';
 import { yieldToEventLoop } from './yieldToEventLoop.js';
 
@@ -26,7 +26,7 @@ export class SourceRunner<T> {
 
   constructor(
     private readonly reader: SourceReader<T>,
-    private readonly subscriber: Subscriber<StreamElement<T>>,
+    private readonly subscriber: DirectObserver<StreamElement<T>>,
     private readonly hooks: SourceRunnerHooks,
   ) {}
 

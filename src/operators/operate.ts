@@ -1,10 +1,9 @@
-import { Observable } from 'rxjs';
-import { CheckpointBarrier, ControlElement, SideOutputElement, Watermark, type StreamElement } from '../core/elements.js';
+import type { CheckpointBarrier, SideOutputElement, Watermark } from '../core/elements.js';
 import { JobDefinitionError } from '../core/errors.js';
-import { userFunctionFailure } from '../core/userFunctionFailure.js';
 import { Flow, KeyedFlow } from '../core/flow.js';
 import type { TaskContext } from '../core/graph.js';
 import type { AnyStateDescriptor } from '../core/types.js';
+import { OperatorChain } from './operatorChain.js';
 
 /** How an operator handles elements for one attempt; everything but `onRecord` is optional. */
 export interface OperatorHandler<T> {
@@ -38,10 +37,10 @@ export interface OperatorSpec<T, R> {
 }
 
 /**
- * Adds a one-input operator to the flow's graph. Its runtime is one closure per attempt; every throw from a user
- * function, on any path, is routed to the subscriber's `error` here, once, as a `UserFunctionError` naming the
- * operator, so that the job's restart strategy sees it (the role RxJS gives OperatorSubscriber). Errors from
- * upstream pass on as they are.
+ * Adds a one-input operator to the flow's graph. Its runtime is one handler per attempt, run in an `OperatorChain`
+ * with the operators it directly follows; every throw from a user function, on any path, fails the attempt once, as a
+ * `UserFunctionError` naming the operator, so that the job's restart strategy sees it. Errors from upstream pass on
+ * as they are.
  */
 export function operate<T, R>(input: Flow<T>, spec: OperatorSpec<T, R>): Flow<R> {
   const node = input.graph.add({
@@ -52,51 +51,8 @@ export function operate<T, R>(input: Flow<T>, spec: OperatorSpec<T, R>): Flow<R>
     parallelism: spec.parallelism,
     states: spec.states,
     inputs: [input.node],
-    build: (task, [upstream]) =>
-      new Observable<StreamElement<unknown>>((subscriber) => {
-        let handler: OperatorHandler<T> | undefined;
-        const emit = (value: R) => subscriber.next(value);
-        // The one way a throw of this operator's functions fails the attempt: named after the operator.
-        const fail = (error: unknown) => subscriber.error(userFunctionFailure(error, { job: task.job, uid: task.uid, operator: spec.kind }));
-        try {
-          handler = spec.setup(task, emit, fail);
-        } catch (error) {
-          fail(error);
-          return;
-        }
-        const active = handler;
-        const forwardTo = (element: ControlElement) => () => subscriber.next(element);
-        const subscription = upstream!.subscribe({
-          next(element) {
-            try {
-              if (!(element instanceof ControlElement)) active.onRecord(element as T);
-              else if (element instanceof CheckpointBarrier && active.onBarrier) active.onBarrier(element, forwardTo(element));
-              else if (element instanceof Watermark) {
-                task.watermark.current = element.timestamp;
-                if (active.onWatermark) active.onWatermark(element, forwardTo(element));
-                else subscriber.next(element);
-              } else if (element instanceof SideOutputElement) active.onSideOutput?.(element);
-              else subscriber.next(element);
-            } catch (error) {
-              fail(error);
-            }
-          },
-          error: (error) => subscriber.error(error),
-          complete() {
-            try {
-              active.onComplete?.();
-            } catch (error) {
-              fail(error);
-              return;
-            }
-            subscriber.complete();
-          },
-        });
-        return () => {
-          subscription.unsubscribe();
-          active.dispose?.();
-        };
-      }),
+    // An operator that is the only consumer of another joins its chain (see OperatorChain).
+    build: (task, [upstream]) => OperatorChain.after(upstream!, { task, spec: spec as OperatorSpec<unknown, unknown> }),
   });
   return new Flow<R>(input.graph, node, spec.timestamped ?? input.timestamped);
 }

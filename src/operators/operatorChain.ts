@@ -1,0 +1,133 @@
+import { Observable, type Subscriber, type Subscription } from 'rxjs';
+import { DirectObservable } from '../core/directObservable.js';
+import { CheckpointBarrier, ControlElement, SideOutputElement, Watermark, type StreamElement } from '../core/elements.js';
+import type { TaskContext } from '../core/graph.js';
+import { userFunctionFailure } from '../core/userFunctionFailure.js';
+import type { OperatorHandler, OperatorSpec } from './operate.js';
+
+/** One operator of a chain: its spec and the task it runs as. */
+export interface ChainedOperator {
+  readonly task: TaskContext;
+  readonly spec: OperatorSpec<unknown, unknown>;
+}
+
+/** Where a chained operator sends what it emits: the next operator's input, or the chain's subscriber. */
+interface Downstream {
+  next(element: StreamElement<unknown>): void;
+  complete(): void;
+}
+
+/**
+ * Consecutive one-input operators where each is the only consumer of the one before, run as one subscription, as
+ * Flink chains operators into one task: an operator hands its output to the next one by a plain call instead of
+ * through an RxJS Subscriber, which per record and operator cost more than most operators' own work. Each operator
+ * keeps its own handler, error naming, watermark slot and barrier handling; only the hand-over changes. The
+ * execution shares a node's output (`share()`) when it has several consumers, so a chain never sees such a node and
+ * ends there.
+ */
+export class OperatorChain extends Observable<StreamElement<unknown>> {
+  constructor(
+    readonly input: Observable<StreamElement<unknown>>,
+    readonly operators: readonly ChainedOperator[],
+  ) {
+    super((subscriber) => runChain(input, operators, subscriber));
+  }
+
+  /** `operator` reading `input`: appended to its chain when `input` is one (its node's only consumer is `operator`). */
+  static after(input: Observable<StreamElement<unknown>>, operator: ChainedOperator): OperatorChain {
+    return input instanceof OperatorChain ? new OperatorChain(input.input, [...input.operators, operator]) : new OperatorChain(input, [operator]);
+  }
+}
+
+function runChain(
+  source: Observable<StreamElement<unknown>>,
+  operators: readonly ChainedOperator[],
+  subscriber: Subscriber<StreamElement<unknown>>,
+): () => void {
+  const handlers: OperatorHandler<unknown>[] = [];
+  // Handlers are released in flow order, as the nested subscriptions of unchained operators were.
+  const dispose = () => handlers.forEach((handler) => handler.dispose?.());
+  let downstream: Downstream = { next: (element) => subscriber.next(element), complete: () => subscriber.complete() };
+  // Set up from the end, as unchained operators were (each subscribed to its input after its own setup).
+  for (let i = operators.length - 1; i >= 0; i--) {
+    const link = linkOperator(operators[i]!, downstream, subscriber);
+    if (link === undefined) return dispose;
+    handlers.unshift(link.handler);
+    downstream = link;
+  }
+  const first = downstream;
+  // Read directly from a source, elements it sends after the chain ended are dropped here (a Subscriber would).
+  const stop =
+    source instanceof DirectObservable
+      ? source.subscribeDirect({
+          next: (element) => {
+            if (!subscriber.closed) first.next(element);
+          },
+          complete: () => {
+            if (!subscriber.closed) first.complete();
+          },
+        })
+      : unsubscriber(source.subscribe({ next: (element) => first.next(element), error: (error) => subscriber.error(error), complete: () => first.complete() }));
+  return () => {
+    stop();
+    dispose();
+  };
+}
+
+const unsubscriber = (subscription: Subscription) => () => subscription.unsubscribe();
+
+/**
+ * One operator's input, sending to `downstream`: every throw of the operator's functions, on any path, fails the
+ * chain's subscriber once, as a `UserFunctionError` naming the operator (the role RxJS gives OperatorSubscriber).
+ * Undefined when its setup threw (the chain has failed).
+ */
+function linkOperator(
+  { task, spec }: ChainedOperator,
+  downstream: Downstream,
+  subscriber: Subscriber<StreamElement<unknown>>,
+): (Downstream & { handler: OperatorHandler<unknown> }) | undefined {
+  // Once the chain failed or was torn down, nothing more reaches the operators after this one. The functions a
+  // record goes through are read once here: this code is shared by every operator of every job, so a property read
+  // per record would be megamorphic (handlers are closures and never use `this`).
+  const { next: sendOn } = downstream;
+  const out = (element: StreamElement<unknown>) => {
+    if (!subscriber.closed) sendOn(element);
+  };
+  const fail = (error: unknown) => subscriber.error(userFunctionFailure(error, { job: task.job, uid: task.uid, operator: spec.kind }));
+  let handler: OperatorHandler<unknown>;
+  try {
+    handler = spec.setup(task, out, fail);
+  } catch (error) {
+    fail(error);
+    return undefined;
+  }
+  const active = handler;
+  const { onRecord } = active;
+  const forwardTo = (element: ControlElement) => () => out(element);
+  return {
+    handler: active,
+    next(element) {
+      try {
+        if (!(element instanceof ControlElement)) onRecord(element);
+        else if (element instanceof CheckpointBarrier && active.onBarrier) active.onBarrier(element, forwardTo(element));
+        else if (element instanceof Watermark) {
+          task.watermark.current = element.timestamp;
+          if (active.onWatermark) active.onWatermark(element, forwardTo(element));
+          else out(element);
+        } else if (element instanceof SideOutputElement) active.onSideOutput?.(element);
+        else out(element);
+      } catch (error) {
+        fail(error);
+      }
+    },
+    complete() {
+      try {
+        active.onComplete?.();
+      } catch (error) {
+        fail(error);
+        return;
+      }
+      if (!subscriber.closed) downstream.complete();
+    },
+  };
+}
