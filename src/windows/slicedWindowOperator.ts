@@ -1,11 +1,11 @@
 import type { Key } from '../core/types.js';
 import type { Flow } from '../core/flow.js';
-import { SideOutputElement, type Watermark } from '../core/elements.js';
+import { SideOutputElement } from '../core/elements.js';
 import { keyedOperate } from '../operators/keyedOperate.js';
 import { copyValue } from '../state/copyValue.js';
 import type { TimeDomain } from '../time/timerService.js';
 import { windowFunctionContext } from './windowFunctionContext.js';
-import { windowTimers } from './windowTimers.js';
+import { timerHandlers, windowTimers } from './windowTimers.js';
 import { LATE_DATA } from './lateData.js';
 import { WindowCache, gcd, windowOfId, windowStart } from './timeWindow.js';
 import type { ProcessWindowFunction, WindowSlicing } from './windowFunction.js';
@@ -197,12 +197,7 @@ export function slicedWindowOperator<T, R>(
         }
         backend.setCurrentNamespace(VOID);
       },
-      onWatermark(watermark: Watermark, forward: () => void) {
-        timers.advanceWatermark(watermark.timestamp);
-        forward();
-      },
-      snapshotOperatorState: () => ({ timers: timers.snapshot() }),
-      dispose: () => timers.dispose(),
+      ...timerHandlers(timers),
     };
   }, { timestamped: true, parallelism });
 }

@@ -1,13 +1,13 @@
 import type { ListState, Key, KeyedStateBackend, ValueState } from '../core/types.js';
 import { JobDefinitionError } from '../core/errors.js';
 import { Flow } from '../core/flow.js';
-import { SideOutputElement, type Watermark } from '../core/elements.js';
+import { SideOutputElement } from '../core/elements.js';
 import { keyedOperate } from '../operators/keyedOperate.js';
 import { listState, valueState } from '../state/descriptors.js';
 import { jsonSerializer } from '../state/serializers.js';
 import type { TimeDomain, TimerService } from '../time/timerService.js';
 import { windowFunctionContext } from './windowFunctionContext.js';
-import { windowTimers } from './windowTimers.js';
+import { timerHandlers, windowTimers } from './windowTimers.js';
 import { LATE_DATA } from './lateData.js';
 import { slicedWindowOperator, slicesPay } from './slicedWindowOperator.js';
 import { timeWindow, windowOfId } from './timeWindow.js';
@@ -201,12 +201,7 @@ export function windowOperator<T, R>(
           emit(new SideOutputElement(LATE_DATA, value, timestamp) as never);
         }
       },
-      onWatermark(watermark: Watermark, forward: () => void) {
-        timers.advanceWatermark(watermark.timestamp);
-        forward();
-      },
-      snapshotOperatorState: () => ({ timers: timers.snapshot() }),
-      dispose: () => timers.dispose(),
+      ...timerHandlers(timers),
     };
   }, { timestamped: true, parallelism });
   return flow;

@@ -1,3 +1,4 @@
+import type { Watermark } from '../core/elements.js';
 import type { TaskContext } from '../core/graph.js';
 import type { KeyedStateBackend } from '../core/types.js';
 import { TimerService, savedTimers, type TimerCallback } from '../time/timerService.js';
@@ -17,4 +18,19 @@ export function windowTimers(backend: KeyedStateBackend, task: TaskContext, fail
   const saved = savedTimers(task.restoredOperatorStates);
   if (saved.length > 0) timers.restore(saved, task.maxParallelism, task.keyGroupRange);
   return timers;
+}
+
+/**
+ * The part of a window operator's handler that only its timers need, the same for every window operator: a watermark
+ * fires the event-time timers it passes before it moves on, and the timers are saved with the operator's state.
+ */
+export function timerHandlers(timers: TimerService) {
+  return {
+    onWatermark(watermark: Watermark, forward: () => void): void {
+      timers.advanceWatermark(watermark.timestamp);
+      forward();
+    },
+    snapshotOperatorState: () => ({ timers: timers.snapshot() }),
+    dispose: () => timers.dispose(),
+  };
 }
