@@ -2,7 +2,7 @@ import { CheckpointCorruptedError, CheckpointNotFoundError, ForeignCheckpointErr
 import type { CheckpointStorage, Json, KeyGroupRange, KeyedStatePayload } from '../core/types.js';
 import { checkStatePayload, stateFileEntryProblem } from './checkPayloads.js';
 import { readStored } from '../storage/readStored.js';
-import { checkFile, decodeFile } from './fileFormat.js';
+import { checkFile, decodeFile, type CheckedPayload } from './fileFormat.js';
 import {
   METADATA_FILE,
   checkpointDir,
@@ -91,7 +91,7 @@ export async function loadCheckpoint(storage: CheckpointStorage, dir: string, jo
       `${where(METADATA_FILE)} belongs to job '${metadata.job}', not '${job}'; restore it with a job named '${metadata.job}' or pick this job's checkpoint`,
     );
   }
-  const readPayload = (uid: string, entry: StateFileEntry) => readStateFile(storage, dir, metadata.id, uid, entry);
+  const readPayload = (uid: string, entry: StateFileEntry, checked?: CheckedPayload) => readStateFile(storage, dir, metadata.id, uid, entry, checked);
   let kept = 0;
   const states = new Map<string, RestoredOperator>();
   for (const operator of metadata.operators) {
@@ -99,6 +99,8 @@ export async function loadCheckpoint(storage: CheckpointStorage, dir: string, jo
     // Every file is read and checked now, so that a damaged checkpoint is found before restoring (and `latest` can
     // fall back); big keyed payloads are not kept but read again when restored.
     const keyed: (KeyedStatePayload | undefined)[] = [];
+    // Of the files not kept: what their check found, so that reading one again does not scan it again.
+    const checked: (CheckedPayload | undefined)[] = [];
     const operators: (Json | undefined)[] = [];
     const withOperatorState = new Set<number>();
     for (const entry of files) {
@@ -108,7 +110,7 @@ export async function loadCheckpoint(storage: CheckpointStorage, dir: string, jo
       const ownOperatorState = entry.checkpoint === undefined && (entry.keyGroups === null || !withOperatorState.has(entry.subtask));
       if (ownOperatorState) withOperatorState.add(entry.subtask);
       if (kept > KEEP_LOADED_BYTES && !ownOperatorState) {
-        await checkStateFileBytes(storage, dir, metadata.id, entry);
+        checked[keyed.length] = await checkStateFileBytes(storage, dir, metadata.id, entry);
         operators.push(undefined);
         keyed.push(undefined);
         continue;
@@ -126,7 +128,7 @@ export async function loadCheckpoint(storage: CheckpointStorage, dir: string, jo
           const entry = files[index]!;
           const groups = entry.keyGroups;
           if (groups === null || (range && (groups[1] < range.start || groups[0] > range.end))) continue;
-          const payload = keyed[index] ?? (await readPayload(uid, entry)).payload.keyed;
+          const payload = keyed[index] ?? (await readPayload(uid, entry, checked[index])).payload.keyed;
           if (payload) yield payload;
         }
       },
@@ -137,7 +139,7 @@ export async function loadCheckpoint(storage: CheckpointStorage, dir: string, jo
 
 /**
  * Reads and checks one state file of operator `uid` listed in the metadata of checkpoint `id` in directory `dir`
- * (a shared one where it is, see `stateFilePath`), with its size.
+ * (a shared one where it is, see `stateFilePath`), with its size; `checked` is what checking it before found.
  */
 export async function readStateFile(
   storage: CheckpointStorage,
@@ -145,15 +147,16 @@ export async function readStateFile(
   id: number,
   uid: string,
   entry: StateFileEntry,
+  checked?: CheckedPayload,
 ): Promise<{ payload: OperatorStatePayload; bytes: number }> {
   const { data, values, name } = await readStateFileBytes(storage, dir, id, entry);
-  return { payload: checkStatePayload(decodeFile('state', data, name, values), uid, name), bytes: data.length };
+  return { payload: checkStatePayload(decodeFile('state', data, name, values, checked), uid, name), bytes: data.length };
 }
 
 /** Reads one state file as `readStateFile` does and checks it whole (`checkFile`) without parsing its payload. */
-async function checkStateFileBytes(storage: CheckpointStorage, dir: string, id: number, entry: StateFileEntry): Promise<void> {
+async function checkStateFileBytes(storage: CheckpointStorage, dir: string, id: number, entry: StateFileEntry): Promise<CheckedPayload> {
   const { data, values, name } = await readStateFileBytes(storage, dir, id, entry);
-  checkFile('state', data, name, values);
+  return checkFile('state', data, name, values).checked;
 }
 
 /** The bytes of one state file, the values stored beside them, and its name for errors. */

@@ -36,9 +36,9 @@ export function forEachPayloadEntry(
   const flat = payload.flat ?? [];
   const namespaced = payload.flatNamespaced ?? [];
   if (flat.length === 0 && namespaced.length === 0) return;
-  const own = payload.range;
-  if (range !== undefined && own !== undefined && (own[1] < range.start || own[0] > range.end)) return;
-  const covered = range === undefined || (own !== undefined && own[0] >= range.start && own[1] <= range.end);
+  const inRange = unbucketedInRange(payload, range);
+  if (inRange === 'none') return;
+  const covered = inRange === 'all';
   const hashing = !covered || options.keyGroups === true;
   const { maxParallelism } = options;
   const emit = (entry: SnapshotEntry) => {
@@ -48,6 +48,18 @@ export function forEachPayloadEntry(
   };
   for (let i = 0; i + 2 < flat.length; i += 3) emit([flat[i] as number, flat[i + 1], flat[i + 2]]);
   for (let i = 0; i + 3 < namespaced.length; i += 4) emit([namespaced[i] as number, namespaced[i + 1], namespaced[i + 2], namespaced[i + 3] as string]);
+}
+
+/**
+ * Whether the unbucketed entries of a payload lie in `range` by the payload's own range alone: `all` (no key to
+ * hash), `none`, or `some` (each key's group decides).
+ */
+export function unbucketedInRange(payload: KeyedStatePayload, range: KeyGroupRange | undefined): 'all' | 'some' | 'none' {
+  const own = payload.range;
+  if (range === undefined) return 'all';
+  if (own === undefined) return 'some';
+  if (own[1] < range.start || own[0] > range.end) return 'none';
+  return own[0] >= range.start && own[1] <= range.end ? 'all' : 'some';
 }
 
 /** Number of entries (bucketed and not) in a payload, removals left out. */

@@ -13,7 +13,7 @@ import type {
 import { copyValue } from '../copyValue.js';
 import { decodeKey, encodeKey } from '../keyCodec.js';
 import { mergeStateValues } from '../mergeStateValues.js';
-import { forEachPayloadEntry } from '../payloadEntries.js';
+import { forEachPayloadEntry, unbucketedInRange } from '../payloadEntries.js';
 import { SnapshotChunker, wholePayload } from '../snapshotChunker.js';
 import {
   checkKeyType,
@@ -66,11 +66,15 @@ interface PendingState {
 }
 
 /**
- * The entries and removals of one state in one payload, in this backend's key groups: entries flat, `key, value,
- * namespace` triples as saved (`''` for no namespace), so that a restored state costs no array per entry until used.
+ * The entries and removals of one state in one payload, in this backend's key groups, keys and values as saved and
+ * flat as payloads hold them (see `KeyedStatePayload.flat`): `flat` as `state, key, value` triples, `namespaced` as
+ * `state, key, value, namespace` quadruples (`''` for no namespace), read in that order. The state index in them
+ * is meaningless (the payload's). A payload of one state whose entries need no filtering lends its own arrays, so
+ * that a restored state costs no copy and no array per entry until used.
  */
 interface PendingSource {
-  readonly entries: readonly unknown[];
+  readonly flat: readonly unknown[];
+  readonly namespaced: readonly unknown[];
   readonly removed: readonly RemovedEntry[];
 }
 
@@ -172,14 +176,21 @@ class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
     let lastType = '';
     let namespace = '';
     let live = family.write('').live;
-    for (const { entries, removed } of restored.sources) {
-      for (let i = 0; i < entries.length; i += 3) {
-        const key = entries[i];
+    for (const { flat, namespaced, removed } of restored.sources) {
+      if (flat.length > 0 && namespace !== '') live = family.write((namespace = '')).live;
+      for (let i = 1; i < flat.length; i += 3) {
+        const key = flat[i];
         const type = encodedKeyType(key);
         if (type !== lastType) keyTypes.add((lastType = type));
-        const entryNamespace = entries[i + 2] as string;
+        live.set(decodeKey(key), decode(flat[i + 1]));
+      }
+      for (let i = 1; i < namespaced.length; i += 4) {
+        const key = namespaced[i];
+        const type = encodedKeyType(key);
+        if (type !== lastType) keyTypes.add((lastType = type));
+        const entryNamespace = namespaced[i + 2] as string;
         if (entryNamespace !== namespace) live = family.write((namespace = entryNamespace)).live;
-        live.set(decodeKey(key), decode(entries[i + 1]));
+        live.set(decodeKey(key), decode(namespaced[i + 1]));
       }
       for (const [, key, removedNamespace = ''] of removed) {
         const table = family.read(removedNamespace);
@@ -311,7 +322,7 @@ class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
     try {
       const { states, tableStates, pendingStates } = this.stateIndexes(tables, pending);
       const range: [number, number] = [this.range.start, this.range.end];
-      // Restored, never read: flat triples of encoded key, encoded value, namespace (see `PendingSource`).
+      // Restored, never read: entries as saved (see `PendingSource`).
       const restored = pending.map(({ state, sources, compact }) => {
         const compacted = compact ? sources : compactSources(sources);
         // Kept for the next snapshot, unless a restore came in between.
@@ -319,7 +330,7 @@ class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
           state.sources = compacted;
           state.compact = true;
         }
-        return compacted[0]?.entries ?? [];
+        return compacted[0];
       });
       // Flat, no array per entry: state, key, value triples; with a namespace, quadruples apart.
       let flat: unknown[] = [];
@@ -363,11 +374,17 @@ class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
       }
       for (let index = 0; index < restored.length; index++) {
         const state = pendingStates[index]!;
-        const entries = restored[index]!;
-        for (let i = 0; i < entries.length; i += 3) {
-          const namespace = entries[i + 2] as string;
-          if (namespace === '') flat.push(state, entries[i], entries[i + 1]);
-          else namespaced.push(state, entries[i], entries[i + 1], namespace);
+        const source = restored[index];
+        if (source === undefined) continue;
+        for (let i = 0; i < source.flat.length; i += 3) {
+          flat.push(state, source.flat[i + 1], source.flat[i + 2]);
+          if (++count >= maxEntries) yield take();
+        }
+        const entries = source.namespaced;
+        for (let i = 0; i < entries.length; i += 4) {
+          const namespace = entries[i + 3] as string;
+          if (namespace === '') flat.push(state, entries[i + 1], entries[i + 2]);
+          else namespaced.push(state, entries[i + 1], entries[i + 2], namespace);
           if (++count >= maxEntries) yield take();
         }
       }
@@ -383,18 +400,22 @@ class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
    */
   restore(payloads: KeyedStatePayload[]): void {
     for (const payload of payloads) {
+      const declared = payload.states.length;
+      const lent = lentSource(payload, this.range, this.uid);
       const entries: unknown[][] = [];
       const removals: RemovedEntry[][] = [];
-      const declared = payload.states.length;
-      forEachPayloadEntry(payload, { maxParallelism: this.maxParallelism, range: this.range }, (entry) => {
-        const index = entry[0];
-        let list = entries[index];
-        if (list === undefined) {
-          if (!(index < declared)) throw undeclaredState(this.uid, index);
-          entries[index] = list = [];
-        }
-        list.push(entry[1], entry[2], entry[3] ?? '');
-      });
+      if (lent === undefined) {
+        // Copied, in the order read: quadruples (see `PendingSource`), whatever the entry's form.
+        forEachPayloadEntry(payload, { maxParallelism: this.maxParallelism, range: this.range }, (entry) => {
+          const index = entry[0];
+          let list = entries[index];
+          if (list === undefined) {
+            if (!(index < declared)) throw undeclaredState(this.uid, index);
+            entries[index] = list = [];
+          }
+          list.push(index, entry[1], entry[2], entry[3] ?? '');
+        });
+      }
       for (const [keyGroup, removed] of payload.removed ?? []) {
         if (keyGroup < this.range.start || keyGroup > this.range.end) continue;
         for (const entry of removed) {
@@ -404,9 +425,10 @@ class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
         }
       }
       for (let index = 0; index < declared; index++) {
-        if (entries[index] === undefined && removals[index] === undefined) continue;
+        const own = lent !== undefined && index === 0 ? lent : undefined;
+        if (own === undefined && entries[index] === undefined && removals[index] === undefined) continue;
         const meta = payload.states[index]!;
-        const source: PendingSource = { entries: entries[index] ?? [], removed: removals[index] ?? [] };
+        const source: PendingSource = { flat: own?.flat ?? [], namespaced: own?.namespaced ?? entries[index] ?? [], removed: removals[index] ?? [] };
         const state = this.pending.get(meta.name);
         if (state === undefined) this.pending.set(meta.name, { meta, sources: [source], compact: false });
         else {
@@ -436,7 +458,10 @@ class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
         state.sources = compactSources(state.sources);
         state.compact = true;
       }
-      for (const { entries } of state.sources) for (let i = 0; i < entries.length; i += 3) keys.add(decodeKey(entries[i]));
+      for (const { flat, namespaced } of state.sources) {
+        for (let i = 1; i < flat.length; i += 3) keys.add(decodeKey(flat[i]));
+        for (let i = 1; i < namespaced.length; i += 4) keys.add(decodeKey(namespaced[i]));
+      }
     }
     return keys.size;
   }
@@ -449,8 +474,26 @@ class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
 }
 
 /**
+ * The entries of a payload of one state, all unbucketed and in `range` by the payload's own range, as its own arrays
+ * (checked to name that state): what `restore` keeps without copying. Undefined for any other payload, and for one
+ * without such entries.
+ */
+function lentSource(payload: KeyedStatePayload, range: KeyGroupRange, uid: string): Pick<PendingSource, 'flat' | 'namespaced'> | undefined {
+  if (payload.states.length !== 1 || unbucketedInRange(payload, range) !== 'all') return undefined;
+  for (const [keyGroup, entries] of payload.keyGroups) if (entries.length > 0 && keyGroup >= range.start && keyGroup <= range.end) return undefined;
+  const flat = payload.flat ?? [];
+  const namespaced = payload.flatNamespaced ?? [];
+  // As `forEachPayloadEntry` reads them: whole entries only.
+  if (flat.length % 3 !== 0 || namespaced.length % 4 !== 0) return undefined;
+  for (let i = 0; i < flat.length; i += 3) if (flat[i] !== 0) throw undeclaredState(uid, flat[i] as number);
+  for (let i = 0; i < namespaced.length; i += 4) if (namespaced[i] !== 0) throw undeclaredState(uid, namespaced[i] as number);
+  return flat.length === 0 && namespaced.length === 0 ? undefined : { flat, namespaced };
+}
+
+/**
  * A pending state's sources applied one after the other (entries, then removals, of each): one source holding the
- * entry of each key and namespace that remains, in first-written order, namespace by namespace.
+ * entry of each key and namespace that remains, in first-written order, namespace by namespace (those without one
+ * in `flat`).
  */
 function compactSources(sources: readonly PendingSource[]): PendingSource[] {
   // By namespace and key as saved: a bigint's `{ $bigint }` by its text (keys are not decoded: a snapshot passes them on as they are).
@@ -461,11 +504,19 @@ function compactSources(sources: readonly PendingSource[]): PendingSource[] {
     if (table === undefined) byNamespace.set(namespace, (table = new Map()));
     return table;
   };
-  for (const { entries, removed } of sources) {
-    for (let i = 0; i < entries.length; i += 3) tableOf(entries[i + 2] as string).set(idOf(entries[i]), [entries[i], entries[i + 1]]);
+  for (const { flat, namespaced, removed } of sources) {
+    if (flat.length > 0) {
+      const table = tableOf('');
+      for (let i = 0; i < flat.length; i += 3) table.set(idOf(flat[i + 1]), [flat[i + 1], flat[i + 2]]);
+    }
+    for (let i = 0; i < namespaced.length; i += 4) tableOf(namespaced[i + 3] as string).set(idOf(namespaced[i + 1]), [namespaced[i + 1], namespaced[i + 2]]);
     for (const [, key, namespace = ''] of removed) byNamespace.get(namespace)?.delete(idOf(key));
   }
-  const entries: unknown[] = [];
-  for (const [namespace, table] of byNamespace) for (const [key, value] of table.values()) entries.push(key, value, namespace);
-  return entries.length === 0 ? [] : [{ entries, removed: [] }];
+  const flat: unknown[] = [];
+  const namespaced: unknown[] = [];
+  for (const [namespace, table] of byNamespace) {
+    if (namespace === '') for (const [key, value] of table.values()) flat.push(0, key, value);
+    else for (const [key, value] of table.values()) namespaced.push(0, key, value, namespace);
+  }
+  return flat.length === 0 && namespaced.length === 0 ? [] : [{ flat, namespaced, removed: [] }];
 }
