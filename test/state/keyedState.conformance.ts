@@ -585,6 +585,36 @@ export function describeKeyedStateBackend(name: string, create: () => StateBacke
         expect(restored.keyCount()).toBe(keys.filter(inRange).length);
       });
 
+      it('leaves the payloads it restores as they were, whatever is read, written and snapshotted after', () => {
+        const state = backend.getState(valueState<{ n: number }>('v'));
+        for (let i = 0; i < 20; i++) {
+          backend.setCurrentKey(`k${i}`);
+          state.update({ n: i });
+        }
+        const payload = throughJson(backend.snapshot().materialize());
+        const copy = structuredClone(payload);
+        const restored = open();
+        restored.restore([payload]);
+        // Snapshotted unread (the restored entries passed on), then read, changed and snapshotted again.
+        const unread = restored.snapshot().materialize();
+        const read = restored.getState(valueState<{ n: number }>('v'));
+        restored.setCurrentKey('k3');
+        read.update({ n: 33 });
+        restored.setCurrentKey('k4');
+        read.clear();
+        const written = restored.snapshot().materialize();
+        expect(payload).toEqual(copy);
+        expect(allEntries(unread).length).toBe(20);
+        expect(allEntries(written).length).toBe(19);
+      });
+
+      it('rejects an unbucketed entry that names a state its payload does not declare, with StateMigrationError', () => {
+        const states = [{ name: 'v', kind: 'value' as const, serializer: 'auto', serializerVersion: 1 }];
+        const restore = (payload: Partial<KeyedStatePayload>) => () => open().restore([{ states, keyGroups: [], range: [0, ALL_GROUPS.end], ...payload }]);
+        expect(restore({ flat: [0, 'a', 1, 1, 'b', 2] })).toThrow(StateMigrationError);
+        expect(restore({ flatNamespaced: [1, 'a', 1, 'w'] })).toThrow(/names state #1/);
+      });
+
       it('counts a key once when it holds both restored-but-unread and live state', () => {
         backend.setCurrentKey('a');
         backend.getState(valueState<number>('x')).update(1);
