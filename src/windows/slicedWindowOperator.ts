@@ -74,21 +74,35 @@ export function slicedWindowOperator<T, R>(
     /** When the window ending at `end` is dropped for good: its last instant plus the allowed lateness. */
     const cleanupTime = (end: number) => Math.min(end - 1 + allowedLateness, Number.MAX_SAFE_INTEGER);
 
+    // The ids of the slices of the window read last: timers fire key after key for one window.
+    let idsWindow: Window | undefined;
+    let ids: string[] = [];
+    function sliceIdsOf(window: Window): readonly string[] {
+      if (window !== idsWindow) {
+        ids = [];
+        for (let start = window.start; start < window.end; start += length) ids.push(slices.at(start).id);
+        idsWindow = window;
+      }
+      return ids;
+    }
+
     /**
      * The key's merged partial result of a window (undefined: nothing in it), leaving the slices' own values as they
      * are; `sharedSeen` tells whether a slice the next window shares held something.
      */
     let sharedSeen = false;
+    // The slices from this index on are shared with the next window.
+    const shared = slide / length;
     function contentsOf(window: Window): unknown {
       let merged: unknown;
       let copied = false;
       sharedSeen = false;
-      const shared = window.start + slide;
-      for (let start = window.start; start < window.end; start += length) {
-        backend.setCurrentNamespace(slices.at(start).id);
+      const ids = sliceIdsOf(window);
+      for (let i = 0; i < ids.length; i++) {
+        backend.setCurrentNamespace(ids[i]!);
         const value = state.get();
         if (value === undefined) continue;
-        if (start >= shared) sharedSeen = true;
+        if (i >= shared) sharedSeen = true;
         if (merged === undefined) merged = value;
         else {
           if (!copied) {
@@ -181,6 +195,7 @@ export function slicedWindowOperator<T, R>(
     let sliceId = VOID;
     let firstEnd = 0;
     let lastEnd = 0;
+    let sliceCleanup = 0;
     // The key whose record went into that slice last: the slice holds something for it (only a timer clears a
     // slice, and timers forget this), so its window's timer is registered and the record need not look.
     let filledKey: Key | undefined;
@@ -197,9 +212,10 @@ export function slicedWindowOperator<T, R>(
           // The windows holding the slice end every `slide` ms from the first end after it to the last one.
           lastEnd = windowStart(sliceStart, offset, slide) + size;
           firstEnd = lastEnd - slide * Math.floor((lastEnd - sliceStart - 1) / slide);
+          sliceCleanup = cleanupTime(lastEnd);
           filledKey = undefined;
         }
-        if (cleanupTime(lastEnd) <= watermark) {
+        if (sliceCleanup <= watermark) {
           emit(new SideOutputElement(LATE_DATA, value, timestamp) as never);
           return;
         }
