@@ -2,9 +2,6 @@ import type { Key, StateDescriptor } from '../../core/types.js';
 import { copyValue } from '../copyValue.js';
 import { StateTable } from './stateTable.js';
 
-/** How many window tables a family remembers (see `recentNamespaces`): a sliced window's slices, and one more. */
-const RECENT = 8;
-
 /**
  * One state's tables, one per namespace: the void namespace `''` (state not scoped to a window) always, and one per
  * window while it holds values. Reads of a namespace without values see an empty table that is never written, so
@@ -46,51 +43,32 @@ export class StateFamily<V> {
   }
 
   /**
-   * The window tables used last, most recent first: consecutive records mostly touch the same window, and a sliced
-   * window's firing reads each of its slices for key after key, so a few entries save a map lookup per state access
-   * where one entry missed on every slice. Only ever tables that are in `tables` (release forgets them).
+   * The window table used last: consecutive records mostly touch the same window, so this saves a map lookup per
+   * state access. Only ever a table that is in `tables` (release forgets it).
    */
-  private readonly recentNamespaces: (string | undefined)[] = new Array<string | undefined>(RECENT).fill(undefined);
-  private readonly recentTables: (StateTable<V> | undefined)[] = new Array<StateTable<V> | undefined>(RECENT).fill(undefined);
-
-  private recent(namespace: string): StateTable<V> | undefined {
-    const namespaces = this.recentNamespaces;
-    for (let i = 0; i < RECENT; i++) if (namespaces[i] === namespace) return this.recentTables[i];
-    return undefined;
-  }
-
-  /** Puts `table` first among the recent ones, dropping the oldest. */
-  private remember(namespace: string, table: StateTable<V>): void {
-    const namespaces = this.recentNamespaces;
-    const tables = this.recentTables;
-    for (let i = RECENT - 1; i > 0; i--) {
-      namespaces[i] = namespaces[i - 1];
-      tables[i] = tables[i - 1];
-    }
-    namespaces[0] = namespace;
-    tables[0] = table;
-  }
+  private lastNamespace: string | undefined;
+  private lastTable: StateTable<V> | undefined;
 
   read(namespace: string): StateTable<V> {
     if (namespace === '') return this.void;
-    const known = this.recent(namespace);
-    if (known !== undefined) return known;
+    if (namespace === this.lastNamespace) return this.lastTable!;
     const table = this.tables.get(namespace);
     if (table === undefined) return this.empty;
-    this.remember(namespace, table);
+    this.lastNamespace = namespace;
+    this.lastTable = table;
     return table;
   }
 
   write(namespace: string): StateTable<V> {
     if (namespace === '') return this.void;
-    const known = this.recent(namespace);
-    if (known !== undefined) return known;
+    if (namespace === this.lastNamespace) return this.lastTable!;
     let table = this.tables.get(namespace);
     if (table === undefined) {
       this.tables.set(namespace, (table = new StateTable<V>(this.descriptor, copyValue)));
       if (this.changes !== undefined) table.changed = this.changedIn(namespace);
     }
-    this.remember(namespace, table);
+    this.lastNamespace = namespace;
+    this.lastTable = table;
     return table;
   }
 
@@ -98,12 +76,9 @@ export class StateFamily<V> {
   release(namespace: string, table: StateTable<V>): void {
     if (namespace !== '' && table.live.size === 0 && this.tables.get(namespace) === table) {
       this.tables.delete(namespace);
-      const namespaces = this.recentNamespaces;
-      for (let i = 0; i < RECENT; i++) {
-        if (namespaces[i] === namespace) {
-          namespaces[i] = undefined;
-          this.recentTables[i] = undefined;
-        }
+      if (namespace === this.lastNamespace) {
+        this.lastNamespace = undefined;
+        this.lastTable = undefined;
       }
     }
   }
