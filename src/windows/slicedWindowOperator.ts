@@ -76,14 +76,14 @@ export function slicedWindowOperator<T, R>(
 
     // The ids of the slices of the window read last: timers fire key after key for one window.
     let idsWindow: Window | undefined;
-    let ids: string[] = [];
+    let idsOfWindow: string[] = [];
     function sliceIdsOf(window: Window): readonly string[] {
       if (window !== idsWindow) {
-        ids = [];
-        for (let start = window.start; start < window.end; start += length) ids.push(slices.at(start).id);
+        idsOfWindow = [];
+        for (let start = window.start; start < window.end; start += length) idsOfWindow.push(slices.at(start).id);
         idsWindow = window;
       }
-      return ids;
+      return idsOfWindow;
     }
 
     /**
