@@ -76,14 +76,12 @@ export class TimerService {
   private fireUpTo(queue: TimerQueue, time: number, domain: TimeDomain): void {
     for (let next = queue.peek(); next !== undefined && next <= time; next = queue.peek()) {
       const { time: due, timers } = queue.takeEarliest()!;
-      // forEach rather than for…of: the iterators' entries and results, one per timer, were a fifth of the garbage of
-      // a job firing sliding windows for many keys.
-      timers.forEach((keys, namespace) => {
-        keys.forEach((key) => {
+      for (const [namespace, keys] of timers) {
+        for (const key of keys) {
           this.backend.setCurrentKey(key);
           this.onTimer(domain, due, key, namespace);
-        });
-      });
+        }
+      }
     }
   }
 
