@@ -172,7 +172,11 @@ export class HeapAggregatingState<IN, ACC, OUT> extends HeapState<ACC> implement
     const table = this.writeTable();
     const aggregate = this.family.descriptor.aggregate!;
     // `add` may mutate the accumulator in place (Flink allows it), so take a copy-on-write view of it.
-    const accumulator = table.mutable(key) ?? aggregate.createAccumulator();
-    table.set(key, aggregate.add(value, accumulator));
+    const held = table.mutable(key);
+    const accumulator = held ?? aggregate.createAccumulator();
+    const added = aggregate.add(value, accumulator);
+    // The same accumulator back (changed in place, or not at all, as a maximum mostly is): `mutable` has counted
+    // the write and copied what a snapshot holds, so only a new value needs setting.
+    if (added !== held || held === undefined) table.set(key, added);
   }
 }
