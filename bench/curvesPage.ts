@@ -111,6 +111,8 @@ for (const chart of charts) {
   new uPlot({
     width: 580,
     height: 300,
+    // A static picture: the legend names the series, without the values under a cursor.
+    legend: { live: false },
     scales: { x: { time: false, distr: 3 }, y: { distr: 3 } },
     axes: [
       { label: 'distinct keys', values: (u, ticks) => ticks.map(si) },
