@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import { cpus, totalmem } from 'node:os';
+import { cpus, loadavg, totalmem } from 'node:os';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { chromium } from 'playwright-core';
 import { CHROMIUM_ADVICE, CHROMIUM_ARGS, findChromium } from '../test/findChromium';
@@ -59,6 +59,8 @@ async function screenshot(html: string, png: string): Promise<boolean> {
  * stops. Writes bench/curves.json, bench/curves.html (uPlot inlined: it opens from disk) and docs/curves.png.
  */
 export async function curves(): Promise<Result[]> {
+  // Other work on the machine moves every point: the page says how busy it was.
+  const load = loadavg()[0]!;
   const notes: string[] = [];
   const results: Result[] = [];
   const throughput: CurvesData['throughput'][number][] = [];
@@ -87,11 +89,17 @@ export async function curves(): Promise<Result[]> {
     }
   }
   const data: CurvesData = {
-    machine: `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GB, Node ${process.version}; each point in a process of its own with a ${HEAP_MB} MB heap; ${new Date().toISOString().slice(0, 10)}`,
+    machine: `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GB, Node ${process.version}, load ${load.toFixed(1)} at the start; each point in a process of its own with a ${HEAP_MB} MB heap; ${new Date().toISOString().slice(0, 10)}`,
     throughput,
     checkpoints,
     notes,
   };
+  await writeCurves(data);
+  return results;
+}
+
+/** Writes bench/curves.json, bench/curves.html and its picture, docs/curves.png. */
+export async function writeCurves(data: CurvesData): Promise<void> {
   const json = here('./curves.json');
   const html = here('./curves.html');
   const png = here('../docs/curves.png');
@@ -99,5 +107,4 @@ export async function curves(): Promise<Result[]> {
   writeFileSync(html, curvesPage(data, uplotAssets()));
   const drawn = await screenshot(html, png);
   console.error(`[bench] curves: wrote ${json}, ${html}${drawn ? ` and ${png}` : ''}`);
-  return results;
 }
