@@ -2,6 +2,7 @@ import { fileURLToPath } from 'node:url';
 import { alignment } from './alignment';
 import { browser } from './browser';
 import { checkpointing } from './checkpointing';
+import { curves } from './curves';
 import { keyedReduce } from './keyedReduce';
 import { incremental } from './incremental';
 import { largeState } from './largeState';
@@ -16,6 +17,7 @@ import { windows } from './windows';
 /**
  * `npm run bench [-- <group>…]`: runs the named groups (all by default), each comparing weir side by side with the
  * plain-RxJS / plain-Node way of doing the same job in this process, prints a table and writes bench/results.json.
+ * `curves` draws growth curves instead (bench/curves.ts) and runs only when named.
  */
 const groups: Record<string, () => Promise<Result[]>> = {
   'keyed-reduce': keyedReduce,
@@ -30,7 +32,11 @@ const groups: Record<string, () => Promise<Result[]>> = {
   nexmark,
   browser,
   query,
+  curves,
 };
+
+/** Groups run only when named: `curves` takes several minutes (one process per point, up to 10⁷ keys). */
+const onlyWhenNamed = new Set(['curves']);
 
 const requested = process.argv.slice(2).filter((arg) => arg !== '--');
 const unknown = requested.filter((name) => !(name in groups));
@@ -41,7 +47,7 @@ if (unknown.length > 0) {
 
 const results: Result[] = [];
 const started = performance.now();
-for (const name of requested.length > 0 ? requested : Object.keys(groups)) {
+for (const name of requested.length > 0 ? requested : Object.keys(groups).filter((group) => !onlyWhenNamed.has(group))) {
   const groupStart = performance.now();
   console.error(`[bench] ${name}…`);
   results.push(...(await groups[name]!()));

@@ -23,6 +23,13 @@ const TRUE = 0x41;
 /** Bytes before the user key: key group and state id. */
 export const PREFIX_BYTES = 4;
 
+/**
+ * The row where the value encoder (msgpack) keeps the record structures it shares across rows, so that each row holds
+ * its values without their field names. It sorts after every state row, since key groups stay below 2¹⁵: the rows
+ * of state are the range before it.
+ */
+export const STRUCTURES_ROW = Buffer.from([0xff, 0xff]);
+
 /** Longest key LMDB accepts by default (511 bytes); longer ones are rejected with a clear error. */
 const MAX_KEY_BYTES = 511;
 

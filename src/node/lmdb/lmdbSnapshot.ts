@@ -1,7 +1,7 @@
 import type { Key, KeyedSnapshot, KeyedStatePayload, SnapshotEntry, StateMeta } from '../../core/types.js';
 import { encodeKey } from '../../state/keyCodec.js';
 import { SnapshotChunker, wholePayload } from '../../state/snapshotChunker.js';
-import { KeyWriter, PREFIX_BYTES, keyGroupOfRow, readKeyPart, readNamespace, stateIdOfRow } from './keyEncoding.js';
+import { KeyWriter, PREFIX_BYTES, STRUCTURES_ROW, keyGroupOfRow, readKeyPart, readNamespace, stateIdOfRow } from './keyEncoding.js';
 import type { MapRows } from './mapRows.js';
 import type { StateDatabase } from './rowStore.js';
 
@@ -52,7 +52,7 @@ export function lmdbSnapshot(
       return chunker.add(keyGroup, entry);
     };
     try {
-      for (const { key: row, value } of db.getRange({ transaction })) {
+      for (const { key: row, value } of db.getRange({ end: STRUCTURES_ROW, transaction })) {
         const state = byId.get(stateIdOfRow(row));
         if (state === undefined) continue;
         const keyGroup = keyGroupOfRow(row);

@@ -27,7 +27,7 @@ import {
   restoredDecoder,
   undeclaredState,
 } from '../../state/stateChecks.js';
-import { KeyWriter, PREFIX_BYTES, readKeyPart, readNamespace } from './keyEncoding.js';
+import { KeyWriter, PREFIX_BYTES, STRUCTURES_ROW, readKeyPart, readNamespace } from './keyEncoding.js';
 import { lmdbSnapshot, type SnapshotState } from './lmdbSnapshot.js';
 import { LmdbAggregatingState, LmdbListState, LmdbMapState, LmdbReducingState, LmdbValueState } from './lmdbStates.js';
 import { MapRows } from './mapRows.js';
@@ -142,6 +142,8 @@ class LmdbKeyedStateBackend implements KeyedStateBackend, RowStore {
       path: this.directory,
       keyEncoding: 'binary',
       encoding: 'msgpack',
+      // Without it every row carries its object's field names, and every read parses them again.
+      sharedStructuresKey: STRUCTURES_ROW,
       compression: false,
       noSync: true,
       overlappingSync: false,
@@ -388,7 +390,7 @@ class LmdbKeyedStateBackend implements KeyedStateBackend, RowStore {
     this.checkOpen();
     this.flush();
     const keys = new Set<string>();
-    for (const row of this.db.getKeys()) keys.add(row.toString('latin1', PREFIX_BYTES, readKeyPart(row, PREFIX_BYTES).next));
+    for (const row of this.db.getKeys({ end: STRUCTURES_ROW })) keys.add(row.toString('latin1', PREFIX_BYTES, readKeyPart(row, PREFIX_BYTES).next));
     return keys.size;
   }
 
