@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createJob, fromArray, heapStateBackend, keyBy, reduce, sinkTo, valueState, type KeyedStatePayload } from 'weir';
@@ -39,15 +39,38 @@ async function restoreMs(dir: string, path: string, keys: number): Promise<numbe
   return elapsed;
 }
 
+/** The plain way to keep the same state by hand: the Map an RxJS `scan` holds, written as JSON entries to one file. */
+async function plainFileOf(keys: number, dir: string): Promise<string> {
+  const sums = new Map<string, KeyedEvent>(Array.from({ length: keys }, (_, i) => [`k${i}`, { key: `k${i}`, n: i & 1023 }]));
+  const file = join(dir, 'plain.json');
+  await writeFile(file, JSON.stringify([...sums]));
+  return file;
+}
+
+/** The plain restore of that file: read it, `JSON.parse` it and build the Map. */
+async function plainRestoreMs(file: string, keys: number): Promise<number> {
+  const start = performance.now();
+  const sums = new Map<string, KeyedEvent>(JSON.parse(await readFile(file, 'utf8')) as [string, KeyedEvent][]);
+  if (sums.get('k1')?.n !== 1) throw new Error('restore benchmark: the plain Map does not hold k1 = 1');
+  const elapsed = performance.now() - start;
+  if (sums.size !== keys) throw new Error(`restore benchmark: ${sums.size} plain keys of ${keys}`);
+  return elapsed;
+}
+
 /**
  * Restore time per key of a job's checkpoint at 10⁴, 10⁵ and 10⁶ keys: a restore linear in the state size keeps
- * the per-key time flat (the bar: 10⁶ over 10⁴). Best of 3 after a warm-up, sizes alternating.
+ * the per-key time flat (the bar: 10⁶ over 10⁴). Beside it, the same figures for the plain way (`JSON.parse` of the
+ * Map's entries and a new Map), whose own bend at 10⁶ is V8's (young-generation GC copying a parse result that all
+ * survives, and Map growth): the floor that a restore into a Map cannot go under. Best of 3 after a warm-up, sizes
+ * alternating.
  */
 export async function restore(): Promise<Result[]> {
   const sizes = [10_000, 100_000, 1_000_000];
   const dirs = await Promise.all(sizes.map(() => mkdtemp(join(tmpdir(), 'weir-bench-restore-'))));
   const paths = await Promise.all(sizes.map((keys, i) => checkpointOf(keys, dirs[i]!)));
+  const plainFiles = await Promise.all(sizes.map((keys, i) => plainFileOf(keys, dirs[i]!)));
   const best = sizes.map(() => Infinity);
+  const plain = sizes.map(() => Infinity);
   for (let round = 0; round < 4; round++) {
     const order = round % 2 === 0 ? sizes.keys() : [...sizes.keys()].reverse();
     for (const i of order) {
@@ -57,15 +80,21 @@ export async function restore(): Promise<Result[]> {
       for (let r = 0; r < repeats; r++) {
         const ms = await restoreMs(dirs[i]!, paths[i]!, sizes[i]!);
         if (round > 0) best[i] = Math.min(best[i]!, ms);
+        const plainMs = await plainRestoreMs(plainFiles[i]!, sizes[i]!);
+        if (round > 0) plain[i] = Math.min(plain[i]!, plainMs);
       }
     }
   }
   await Promise.all(dirs.map((dir) => rm(dir, { recursive: true, force: true })));
   const perKey = sizes.map((keys, i) => (best[i]! * 1000) / keys);
+  const plainPerKey = sizes.map((keys, i) => (plain[i]! * 1000) / keys);
   return [
     ...sizes.map((keys, i) => ({ name: `restore/${keys}-keys/ms`, value: best[i]!, unit: 'ms' })),
     ...sizes.map((keys, i) => ({ name: `restore/per-key-${keys}/us`, value: perKey[i]!, unit: 'µs' })),
     { name: 'restore/per-key-10e5-vs-10e4', value: perKey[1]! / perKey[0]!, unit: 'ratio' },
     { name: 'restore/per-key-10e6-vs-10e4', value: perKey[2]! / perKey[0]!, unit: 'ratio', bar: { op: '<=', value: 1.5 } },
+    ...sizes.map((keys, i) => ({ name: `restore/plain-json-map-per-key-${keys}/us`, value: plainPerKey[i]!, unit: 'µs' })),
+    { name: 'restore/plain-json-map-per-key-10e6-vs-10e4', value: plainPerKey[2]! / plainPerKey[0]!, unit: 'ratio' },
+    { name: 'restore/weir-vs-plain-json-map-10e6', value: best[2]! / plain[2]!, unit: 'ratio' },
   ];
 }
