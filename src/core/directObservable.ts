@@ -1,15 +1,20 @@
 import { Observable } from 'rxjs';
 
-/** Where a `DirectObservable` sends its elements. */
+/**
+ * Where a `DirectObservable` sends its elements. A producer read directly may still send after it was stopped, or
+ * after `error`/`complete` upstream of a consumer that already ended: the observer drops what comes after its end.
+ */
 export interface DirectObserver<T> {
   next(value: T): void;
+  error(error: unknown): void;
   complete(): void;
 }
 
 /**
- * An observable that an operator chain may also read without an RxJS Subscriber in between (`subscribeDirect`), as
- * a source's records are handed to the first operator of a task: the Subscriber's checks and wrapping cost about as
- * much per record as a filter. Any other subscriber gets the usual RxJS guarantees.
+ * An observable that weir's own operators also read without an RxJS Subscriber in between (`subscribeDirect`), as
+ * a source's records are handed to the first operator of a task, a fan-out's to each consumer, and a multi-input
+ * operator's to the operators after it: the Subscriber's checks and wrapping cost about as much per record as a
+ * filter. Any other subscriber (an RxJS operator, `asObservable`) gets the usual RxJS guarantees.
  */
 export class DirectObservable<T> extends Observable<T> {
   constructor(private readonly produce: (observer: DirectObserver<T>) => () => void) {
@@ -23,4 +28,40 @@ export class DirectObservable<T> extends Observable<T> {
   subscribeDirect(observer: DirectObserver<T>): () => void {
     return this.produce(observer);
   }
+}
+
+/** Reads `input` into `observer`: directly when weir produces it, through a subscription otherwise. */
+export function subscribeTo<T>(input: Observable<T>, observer: DirectObserver<T>): () => void {
+  if (input instanceof DirectObservable) return (input as DirectObservable<T>).subscribeDirect(observer);
+  const subscription = input.subscribe(observer);
+  return () => subscription.unsubscribe();
+}
+
+/** An observer that knows whether it ended. */
+export interface ClosableObserver<T> extends DirectObserver<T> {
+  closed: boolean;
+}
+
+/**
+ * `observer`, ended at most once and sent nothing after its end: what an RxJS Subscriber guarantees, for a consumer
+ * read directly. Its reader's teardown sets `closed` too.
+ */
+export function endOnce<T>(observer: DirectObserver<T>): ClosableObserver<T> {
+  const guarded: ClosableObserver<T> = {
+    closed: false,
+    next(value) {
+      if (!guarded.closed) observer.next(value);
+    },
+    error(error) {
+      if (guarded.closed) return;
+      guarded.closed = true;
+      observer.error(error);
+    },
+    complete() {
+      if (guarded.closed) return;
+      guarded.closed = true;
+      observer.complete();
+    },
+  };
+  return guarded;
 }

@@ -1,4 +1,4 @@
-import { Observable, share, type Subscription } from 'rxjs';
+import type { Observable } from 'rxjs';
 import type { CheckpointMode } from '../checkpoint/barrierAligner.js';
 import { taskId, type CheckpointCoordinator, type CheckpointTask, type SavepointTarget } from '../checkpoint/coordinator.js';
 import type { LoadedCheckpoint } from '../checkpoint/loadCheckpoint.js';
@@ -9,7 +9,8 @@ import { userFunctionFailure } from './userFunctionFailure.js';
 import { keyGroupRangeFor } from './keyGroups.js';
 import type { GraphNode, TaskContext } from './graph.js';
 import type { JobGraph } from './jobGraph.js';
-import { DirectObservable } from './directObservable.js';
+import { DirectObservable, subscribeTo } from './directObservable.js';
+import { fanOut } from './fanOut.js';
 import { SourceRunner } from './sourceRunner.js';
 import type { OperatorSpec } from '../operators/operate.js';
 import { OperatorChain } from '../operators/operatorChain.js';
@@ -48,7 +49,8 @@ export class Execution {
   private readonly backends: KeyedStateBackend[] = [];
   /** Keyed backends restored before the nodes are built, by task id. */
   private readonly restoredBackends = new Map<string, KeyedStateBackend>();
-  private readonly subscriptions: Subscription[] = [];
+  /** Stops reading the ends of the graph. */
+  private readonly subscriptions: (() => void)[] = [];
   /** The event timestamp slot shared by every operator of this attempt. */
   private readonly record: RecordTimestamp = { current: undefined };
   /** Each operator's current watermark, by uid, shared by its parallel instances. */
@@ -99,7 +101,7 @@ export class Execution {
       if (node.stateful) {
         for (let subtask = 0; subtask < (node.parallelism ?? 1); subtask++) tasks.set(taskId(node.uid, subtask), { uid: node.uid, subtask, role: node.role });
       }
-      outputs.set(node, consumers.get(node)!.length > 1 ? output.pipe(share()) : output);
+      outputs.set(node, consumers.get(node)!.length > 1 ? fanOut(output) : output);
     }
     coordinator?.attach({
       tasks,
@@ -114,7 +116,8 @@ export class Execution {
     const endsDone = new Promise<void>((resolve) => {
       for (const end of ends) {
         this.subscriptions.push(
-          end.subscribe({
+          subscribeTo(end, {
+            next: () => undefined,
             error: (error) => this.fail(error),
             complete: () => {
               if (++completedEnds === ends.length) resolve();
@@ -335,7 +338,7 @@ export class Execution {
 
   private teardown(): void {
     this.queryable.close();
-    this.subscriptions.forEach((subscription) => subscription.unsubscribe());
+    this.subscriptions.forEach((stop) => stop());
     this.runners.forEach((runner) => runner.stop());
     // Closed before `done` settles, so a caller that retries at once finds the source's resources released.
     for (const reader of this.idleReaders) {

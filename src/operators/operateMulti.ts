@@ -1,6 +1,6 @@
-import { Observable } from 'rxjs';
 import { BarrierAligner } from '../checkpoint/barrierAligner.js';
 import { CancelCheckpointMarker, Watermark, WATERMARK_ACTIVE, WATERMARK_IDLE, type StreamElement } from '../core/elements.js';
+import { DirectObservable, endOnce, subscribeTo } from '../core/directObservable.js';
 import { JobDefinitionError } from '../core/errors.js';
 import { userFunctionFailure } from '../core/userFunctionFailure.js';
 import { Flow } from '../core/flow.js';
@@ -55,8 +55,9 @@ export function operateMulti<R>(inputs: Flow<unknown>[], spec: MultiInputSpec<R>
     states: spec.states,
     inputs: inputs.map((input) => input.node),
     build: (task, upstreams) =>
-      new Observable<StreamElement<unknown>>((subscriber) => {
+      new DirectObservable<StreamElement<unknown>>((observer) => {
         const record = task.record;
+        const subscriber = endOnce(observer);
         const emit = (value: R) => subscriber.next(value);
         // The one way a throw of this operator's functions fails the attempt: named after the operator (as in `operate`).
         const fail = (error: unknown) => subscriber.error(userFunctionFailure(error, { job: task.job, uid: task.uid, operator: spec.kind }));
@@ -66,7 +67,7 @@ export function operateMulti<R>(inputs: Flow<unknown>[], spec: MultiInputSpec<R>
           handler = spec.setup(task, emit, fail, backend);
         } catch (error) {
           fail(error);
-          return;
+          return () => undefined;
         }
         const deliver = (input: number, value: unknown, timestamp: number | undefined) => {
           record.current = timestamp;
@@ -134,9 +135,10 @@ export function operateMulti<R>(inputs: Flow<unknown>[], spec: MultiInputSpec<R>
             }
           });
         }
-        const subscriptions = upstreams.map((upstream, input) =>
-          upstream.subscribe({
+        const stops = upstreams.map((upstream, input) =>
+          subscribeTo(upstream, {
             next(element) {
+              if (subscriber.closed) return;
               try {
                 aligner.push(input, element, record.current);
               } catch (error) {
@@ -144,11 +146,14 @@ export function operateMulti<R>(inputs: Flow<unknown>[], spec: MultiInputSpec<R>
               }
             },
             error: (error) => subscriber.error(error),
-            complete: () => aligner.end(input),
+            complete: () => {
+              if (!subscriber.closed) aligner.end(input);
+            },
           }),
         );
         return () => {
-          subscriptions.forEach((subscription) => subscription.unsubscribe());
+          subscriber.closed = true;
+          stops.forEach((stop) => stop());
           aligner.dispose();
           handler.dispose?.();
         };

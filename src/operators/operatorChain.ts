@@ -1,5 +1,5 @@
-import { Observable, type Subscriber, type Subscription } from 'rxjs';
-import { DirectObservable } from '../core/directObservable.js';
+import type { Observable } from 'rxjs';
+import { DirectObservable, endOnce, subscribeTo, type ClosableObserver, type DirectObserver } from '../core/directObservable.js';
 import { CheckpointBarrier, ControlElement, SideOutputElement, Watermark, type StreamElement } from '../core/elements.js';
 import type { TaskContext } from '../core/graph.js';
 import { userFunctionFailure } from '../core/userFunctionFailure.js';
@@ -11,26 +11,30 @@ export interface ChainedOperator {
   readonly spec: OperatorSpec<unknown, unknown>;
 }
 
-/** Where a chained operator sends what it emits: the next operator's input, or the chain's subscriber. */
+/** Where a chained operator sends what it emits: the next operator's input, or the chain's observer. */
 interface Downstream {
   next(element: StreamElement<unknown>): void;
   complete(): void;
 }
+
+/** The chain's end, shared by its operators: closed once it failed, completed or was torn down. */
+type ChainEnd = ClosableObserver<StreamElement<unknown>>;
 
 /**
  * Consecutive one-input operators where each is the only consumer of the one before, run as one subscription, as
  * Flink chains operators into one task: an operator hands its output to the next one by a plain call instead of
  * through an RxJS Subscriber, which per record and operator cost more than most operators' own work. Each operator
  * keeps its own handler, error naming, watermark slot and barrier handling; only the hand-over changes. The
- * execution shares a node's output (`share()`) when it has several consumers, so a chain never sees such a node and
- * ends there.
+ * execution fans a node's output out (`fanOut`) when it has several consumers, so a chain never sees such a node and
+ * ends there. A chain reads its input directly when weir produces it (a source, a fan-out, a multi-input operator),
+ * and is read directly in turn.
  */
-export class OperatorChain extends Observable<StreamElement<unknown>> {
+export class OperatorChain extends DirectObservable<StreamElement<unknown>> {
   constructor(
     readonly input: Observable<StreamElement<unknown>>,
     readonly operators: readonly ChainedOperator[],
   ) {
-    super((subscriber) => runChain(input, operators, subscriber));
+    super((observer) => runChain(input, operators, observer));
   }
 
   /** `operator` reading `input`: appended to its chain when `input` is one (its node's only consumer is `operator`). */
@@ -42,58 +46,56 @@ export class OperatorChain extends Observable<StreamElement<unknown>> {
 function runChain(
   source: Observable<StreamElement<unknown>>,
   operators: readonly ChainedOperator[],
-  subscriber: Subscriber<StreamElement<unknown>>,
+  observer: DirectObserver<StreamElement<unknown>>,
 ): () => void {
+  const end: ChainEnd = endOnce(observer);
   const handlers: OperatorHandler<unknown>[] = [];
   // Handlers are released in flow order, as the nested subscriptions of unchained operators were.
   const dispose = () => handlers.forEach((handler) => handler.dispose?.());
-  let downstream: Downstream = { next: (element) => subscriber.next(element), complete: () => subscriber.complete() };
+  let downstream: Downstream = end;
   // Set up from the end, as unchained operators were (each subscribed to its input after its own setup).
   for (let i = operators.length - 1; i >= 0; i--) {
-    const link = linkOperator(operators[i]!, downstream, subscriber);
+    const link = linkOperator(operators[i]!, downstream, end);
     if (link === undefined) return dispose;
     handlers.unshift(link.handler);
     downstream = link;
   }
   const first = downstream;
-  // Read directly from a source, elements it sends after the chain ended are dropped here (a Subscriber would).
-  const stop =
-    source instanceof DirectObservable
-      ? source.subscribeDirect({
-          next: (element) => {
-            if (!subscriber.closed) first.next(element);
-          },
-          complete: () => {
-            if (!subscriber.closed) first.complete();
-          },
-        })
-      : unsubscriber(source.subscribe({ next: (element) => first.next(element), error: (error) => subscriber.error(error), complete: () => first.complete() }));
+  // Elements the input sends after the chain ended are dropped here (a Subscriber would drop them).
+  const stop = subscribeTo(source, {
+    next: (element) => {
+      if (!end.closed) first.next(element);
+    },
+    error: (error) => end.error(error),
+    complete: () => {
+      if (!end.closed) first.complete();
+    },
+  });
   return () => {
+    end.closed = true;
     stop();
     dispose();
   };
 }
 
-const unsubscriber = (subscription: Subscription) => () => subscription.unsubscribe();
-
 /**
  * One operator's input, sending to `downstream`: every throw of the operator's functions, on any path, fails the
- * chain's subscriber once, as a `UserFunctionError` naming the operator (the role RxJS gives OperatorSubscriber).
+ * chain once, as a `UserFunctionError` naming the operator (the role RxJS gives OperatorSubscriber).
  * Undefined when its setup threw (the chain has failed).
  */
 function linkOperator(
   { task, spec }: ChainedOperator,
   downstream: Downstream,
-  subscriber: Subscriber<StreamElement<unknown>>,
+  end: ChainEnd,
 ): (Downstream & { handler: OperatorHandler<unknown> }) | undefined {
   // Once the chain failed or was torn down, nothing more reaches the operators after this one. The functions a
   // record goes through are read once here: this code is shared by every operator of every job, so a property read
   // per record would be megamorphic (handlers are closures and never use `this`).
   const { next: sendOn } = downstream;
   const out = (element: StreamElement<unknown>) => {
-    if (!subscriber.closed) sendOn(element);
+    if (!end.closed) sendOn(element);
   };
-  const fail = (error: unknown) => subscriber.error(userFunctionFailure(error, { job: task.job, uid: task.uid, operator: spec.kind }));
+  const fail = (error: unknown) => end.error(userFunctionFailure(error, { job: task.job, uid: task.uid, operator: spec.kind }));
   let handler: OperatorHandler<unknown>;
   try {
     handler = spec.setup(task, out, fail);
@@ -127,7 +129,7 @@ function linkOperator(
         fail(error);
         return;
       }
-      if (!subscriber.closed) downstream.complete();
+      if (!end.closed) downstream.complete();
     },
   };
 }
