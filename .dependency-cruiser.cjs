@@ -8,8 +8,9 @@ const floors = [
   ['task'], // what runs inside one task: source runner, barrier alignment, watermark valve, snapshot writer
   ['time', 'operators', 'windows', 'sources', 'sinks'], // the operators a pipeline is built from
   ['checkpoint'], // the coordinator side of checkpoints
-  ['query', 'runtime'], // job, running job, execution attempt, restart strategy, restore selection, queryable state
-  ['stateProcessor', 'inspector'], // tools over checkpoints and savepoints at rest
+  ['stateProcessor', 'inspector'], // reading and writing checkpoints and savepoints at rest
+  ['query'], // queryable state: live and from checkpoints
+  ['runtime'], // job, running job, execution attempt, restart strategy, restore selection
   ['node', 'browser', 'testing'], // entry points and platform glue
 ];
 
