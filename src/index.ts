@@ -56,7 +56,7 @@ export { broadcast, BroadcastFlow } from './operators/broadcast.js';
 export { processBroadcast, type BroadcastProcessFunction, type BroadcastContext, type KeyedBroadcastContext, type ReadOnlyBroadcastState } from './operators/processBroadcast.js';
 export { join, type JoinOptions } from './operators/join.js';
 export { intervalJoin, type IntervalJoinOptions } from './operators/intervalJoin.js';
-export type { CheckpointMode } from './checkpoint/barrierAligner.js';
+export type { CheckpointMode } from './core/graph.js';
 
 export type { QueryOptions, KeyPageOptions, KeyPage, QueryableStateReader } from './query/stateQueries.js';
 export type { QueryableStateInfo } from './query/queryableStateRegistry.js';

@@ -1,10 +1,7 @@
 import type { Subscription } from 'rxjs';
 import { CancelCheckpointMarker, CheckpointBarrier, ControlElement, SideOutputElement, Watermark, WatermarkStatus } from '../core/elements.js';
-import type { AlignmentStats } from '../core/graph.js';
+import type { AlignmentStats, CheckpointMode } from '../core/graph.js';
 import type { Scheduler } from '../core/types.js';
-
-/** `exactly-once` aligns barriers by holding records; `at-least-once` snapshots when the last barrier arrives. */
-export type CheckpointMode = 'exactly-once' | 'at-least-once';
 
 /** A record that crossed a barrier while a checkpoint was unaligned: it is saved with the checkpoint and replayed. */
 export type InFlightRecord = [input: number, value: unknown, timestamp: number | undefined];

@@ -1,3 +1,4 @@
+import type { OperatorRole } from '../core/graph.js';
 import type { Json, KeyedStatePayload } from '../core/types.js';
 import type { OperatorCheckpointStats } from './checkpointStats.js';
 
@@ -55,7 +56,7 @@ export interface OperatorStatePayload {
   operator?: Json;
 }
 
-export type OperatorRole = 'source' | 'operator' | 'sink';
+export type { OperatorRole };
 
 export interface StateFileEntry {
   file: string;

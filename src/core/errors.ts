@@ -156,3 +156,11 @@ export class UserFunctionError extends WeirError {
     this.job = where.job;
   }
 }
+
+/**
+ * The `code` of a Node system error (`ENOENT`, …), or undefined.
+ * @example if (errorCode(error) === 'ENOENT') return []
+ */
+export function errorCode(error: unknown): string | undefined {
+  return typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : undefined;
+}

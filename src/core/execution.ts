@@ -1,5 +1,4 @@
 import type { Observable } from 'rxjs';
-import type { CheckpointMode } from '../checkpoint/barrierAligner.js';
 import { taskId, type CheckpointCoordinator, type CheckpointTask, type SavepointTarget } from '../checkpoint/coordinator.js';
 import type { LoadedCheckpoint } from '../checkpoint/loadCheckpoint.js';
 import { QueryableStateRegistry } from '../query/queryableStateRegistry.js';
@@ -7,7 +6,7 @@ import type { OperatorWatermark, RecordTimestamp, StreamElement } from './elemen
 import { NonReplayableSourceError } from './errors.js';
 import { userFunctionFailure } from './userFunctionFailure.js';
 import { keyGroupRangeFor } from './keyGroups.js';
-import type { GraphNode, TaskContext } from './graph.js';
+import type { CheckpointMode, GraphNode, TaskContext } from './graph.js';
 import type { JobGraph } from './jobGraph.js';
 import { DirectObservable, subscribeTo } from './directObservable.js';
 import { fanOut } from './fanOut.js';

@@ -1,8 +1,12 @@
 import type { Observable } from 'rxjs';
-import type { CheckpointMode } from '../checkpoint/barrierAligner.js';
-import type { OperatorRole } from '../checkpoint/layout.js';
 import type { CheckpointBarrier, OperatorWatermark, RecordTimestamp, StreamElement } from './elements.js';
 import type { AnyStateDescriptor, Json, KeyGroupRange, KeyedSnapshot, KeyedStateBackend, Key, Scheduler, Sink, Source } from './types.js';
+
+/** `exactly-once` aligns barriers by holding records; `at-least-once` snapshots when the last barrier arrives. */
+export type CheckpointMode = 'exactly-once' | 'at-least-once';
+
+/** What a node of the graph is to checkpoints: where records enter, an operator between, or where they leave. */
+export type OperatorRole = 'source' | 'operator' | 'sink';
 
 /** What a node's runtime gets from the job for one attempt: its identity, state and the checkpoint hooks. */
 export interface TaskContext {

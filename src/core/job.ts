@@ -1,4 +1,3 @@
-import type { CheckpointMode } from '../checkpoint/barrierAligner.js';
 import { CheckpointCoordinator } from '../checkpoint/coordinator.js';
 import { completedCheckpointIds, loadCheckpoint, loadLatestCheckpoint, type LoadedCheckpoint } from '../checkpoint/loadCheckpoint.js';
 import { checkpointDir } from '../checkpoint/layout.js';
@@ -8,6 +7,7 @@ import { asyncScheduler } from 'rxjs';
 import { checkOptions } from './checkOptions.js';
 import { CheckpointCorruptedError, CheckpointNotFoundError, JobDefinitionError, NonRestoredStateError, StateMigrationError } from './errors.js';
 import { Flow } from './flow.js';
+import type { CheckpointMode } from './graph.js';
 import { JobGraph } from './jobGraph.js';
 import { DEFAULT_MAX_PARALLELISM } from './keyGroups.js';
 import { restartStrategy, type RestartStrategy, type RestartStrategyOptions } from './restartStrategy.js';

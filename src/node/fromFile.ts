@@ -1,8 +1,7 @@
 import { open, stat, type FileHandle } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { CheckpointCorruptedError, FileChangedError, JobDefinitionError, MalformedRecordError, SourceNotFoundError } from '../core/errors.js';
+import { CheckpointCorruptedError, errorCode, FileChangedError, JobDefinitionError, MalformedRecordError, SourceNotFoundError } from '../core/errors.js';
 import type { Source, SourceReader } from '../core/types.js';
-import { errorCode } from './fsInternals.js';
 
 const NEWLINE = 0x0a;
 const CARRIAGE_RETURN = 0x0d;

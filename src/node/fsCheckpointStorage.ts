@@ -1,9 +1,9 @@
 import { readFile, readdir, rm } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { CheckpointNotFoundError } from '../core/errors.js';
+import { CheckpointNotFoundError, errorCode } from '../core/errors.js';
 import type { CheckpointStorage } from '../core/types.js';
 import { acquireFsLock, type FsLockOptions } from './fsLock.js';
-import { errorCode, isTempFile, storageError, writeFileAtomic } from './fsInternals.js';
+import { isTempFile, storageError, writeFileAtomic } from './fsInternals.js';
 
 export interface FsCheckpointStorageOptions {
   /**

@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
 import { access, mkdir, open, rename, stat, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import { StorageAccessError, StorageQuotaExceededError, WeirError } from '../core/errors.js';
+import { errorCode, StorageAccessError, StorageQuotaExceededError, WeirError } from '../core/errors.js';
 
 /**
  * Writes `file` so that a reader, or the next process after a crash, sees either the old bytes or all new bytes.
@@ -58,14 +58,6 @@ export async function syncDirectory(dir: string): Promise<void> {
  */
 export function isTempFile(name: string): boolean {
   return name.startsWith('.') && name.endsWith('.tmp');
-}
-
-/**
- * The `code` of a Node system error (`ENOENT`, …), or undefined.
- * @example if (errorCode(error) === 'ENOENT') return []
- */
-export function errorCode(error: unknown): string | undefined {
-  return typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : undefined;
 }
 
 /** The codes of a file system that refuses writes: read-only, or no permission. */

@@ -11,9 +11,8 @@ import { link, mkdir, readFile, rename, stat, unlink, utimes, writeFile } from '
 import { hostname } from 'node:os';
 import { threadId } from 'node:worker_threads';
 import { dirname } from 'node:path';
-import { CheckpointDirectoryLockedError } from '../core/errors.js';
+import { CheckpointDirectoryLockedError, errorCode } from '../core/errors.js';
 import type { CheckpointLock } from '../core/types.js';
-import { errorCode } from './fsInternals.js';
 
 export interface FsLockOptions {
   /** A lock whose heartbeat is older than this (ms) is abandoned, whatever its host (30 s by default). */

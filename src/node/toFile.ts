@@ -1,10 +1,10 @@
 import { mkdir, open, readFile, readdir, unlink, type FileHandle } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
-import { CheckpointCorruptedError, FileChangedError } from '../core/errors.js';
+import { CheckpointCorruptedError, errorCode, FileChangedError } from '../core/errors.js';
 import type { Flow } from '../core/flow.js';
 import type { Json, Sink, SinkWriter } from '../core/types.js';
 import { sinkTo } from '../sinks/sinkTo.js';
-import { errorCode, storageError, syncDirectory, writeFileAtomic } from './fsInternals.js';
+import { storageError, syncDirectory, writeFileAtomic } from './fsInternals.js';
 
 /**
  * What one checkpoint wrote: the bytes are in the part file `part` (a sibling of the target) until the checkpoint

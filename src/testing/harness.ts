@@ -1,5 +1,6 @@
 import { Observable, Subject, Subscription, VirtualTimeScheduler, type SchedulerLike } from 'rxjs';
-import { BarrierAligner, type CheckpointMode } from '../checkpoint/barrierAligner.js';
+import { BarrierAligner } from '../checkpoint/barrierAligner.js';
+import type { CheckpointMode } from '../core/graph.js';
 import type { CheckpointStats } from '../checkpoint/checkpointStats.js';
 import { CheckpointCoordinator, type CheckpointParticipants, type CoordinatorOptions } from '../checkpoint/coordinator.js';
 import { completedCheckpointIds } from '../checkpoint/loadCheckpoint.js';

@@ -4,7 +4,8 @@
 // script precisely. The same behaviour is checked end to end through jobs in alignment.test.ts.
 import { VirtualTimeScheduler } from 'rxjs';
 import { describe, expect, it } from 'vitest';
-import { BarrierAligner, type CheckpointMode, type InFlightRecord } from '../../src/checkpoint/barrierAligner';
+import type { CheckpointMode } from 'weir';
+import { BarrierAligner, type InFlightRecord } from '../../src/checkpoint/barrierAligner';
 import { CancelCheckpointMarker, CheckpointBarrier, Watermark, WatermarkStatus } from '../../src/core/elements';
 
 type Event =

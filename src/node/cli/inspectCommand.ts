@@ -3,7 +3,7 @@ import { basename, dirname, resolve } from 'node:path';
 import { checkpointIdOf, METADATA_FILE } from '../../checkpoint/layout.js';
 import { checkpointHistory, checkpointRefOf, inspectStorage, type CheckpointSummary, type JobSummary } from '../../inspector/readCheckpoint.js';
 import { fsCheckpointStorage } from '../fsCheckpointStorage.js';
-import { errorCode } from '../fsInternals.js';
+import { errorCode } from '../../core/errors.js';
 
 export interface InspectOptions {
   json: boolean;

@@ -10,7 +10,7 @@ import { readFileSync, readdirSync, rmSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import CRC32 from 'crc-32';
-import { errorCode } from '../fsInternals.js';
+import { errorCode } from '../../core/errors.js';
 
 const PREFIX = 'weir-lmdb-';
 const NAME = /^weir-lmdb-([0-9a-f]{8})-(\d+)-(\d+|x)-[^-]+$/;
