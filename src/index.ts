@@ -1,9 +1,9 @@
 // weir: stateful, fault-tolerant stream processing for RxJS. The isomorphic core: jobs, flows, operators, keyed
 // state, checkpoints. Node-only parts are in 'weir/node', browser-only parts in 'weir/browser'.
-export { createJob, Job, type JobOptions, type CheckpointOptions, type StartOptions } from './core/job.js';
+export { createJob, Job, type JobOptions, type CheckpointOptions, type StartOptions } from './runtime/job.js';
 export { Flow, KeyedFlow } from './core/flow.js';
-export type { RunningJob, JobResult, RestoredFrom, SavepointOptions } from './core/runningJob.js';
-export type { RestartStrategyOptions } from './core/restartStrategy.js';
+export type { RunningJob, JobResult, RestoredFrom, SavepointOptions } from './runtime/runningJob.js';
+export type { RestartStrategyOptions } from './runtime/restartStrategy.js';
 export type { CheckpointStats } from './checkpoint/checkpointStats.js';
 export * from './core/errors.js';
 export type * from './core/types.js';

@@ -1,5 +1,5 @@
-export { fsCheckpointStorage } from './fsCheckpointStorage.js';
+export { fsCheckpointStorage } from '../storage/fsCheckpointStorage.js';
 export { fromFile } from './fromFile.js';
 export { toFile, fileSink } from './toFile.js';
-export { lmdbStateBackend, type LmdbStateBackendOptions } from './lmdb/lmdbStateBackend.js';
+export { lmdbStateBackend, type LmdbStateBackendOptions } from '../state/lmdb/lmdbStateBackend.js';
 export { serveQueryableState, type QueryableStateServer, type QueryableStateServerOptions } from './queryableStateServer.js';

@@ -4,7 +4,7 @@ import { CheckpointCorruptedError, errorCode, FileChangedError } from '../core/e
 import type { Flow } from '../core/flow.js';
 import type { Json, Sink, SinkWriter } from '../core/types.js';
 import { sinkTo } from '../sinks/sinkTo.js';
-import { storageError, syncDirectory, writeFileAtomic } from './fsInternals.js';
+import { storageError, syncDirectory, writeFileAtomic } from '../storage/fsInternals.js';
 
 /**
  * What one checkpoint wrote: the bytes are in the part file `part` (a sibling of the target) until the checkpoint

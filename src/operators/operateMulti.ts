@@ -1,6 +1,6 @@
-import { BarrierAligner } from '../checkpoint/barrierAligner.js';
+import { BarrierAligner } from '../task/barrierAligner.js';
 import { CancelCheckpointMarker, Watermark, WATERMARK_ACTIVE, WATERMARK_IDLE, type StreamElement } from '../core/elements.js';
-import { DirectObservable, endOnce, subscribeTo } from '../core/directObservable.js';
+import { DirectObservable, endOnce, subscribeTo } from '../task/directObservable.js';
 import { JobDefinitionError } from '../core/errors.js';
 import { userFunctionFailure } from '../core/userFunctionFailure.js';
 import { Flow } from '../core/flow.js';

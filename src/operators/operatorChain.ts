@@ -1,5 +1,5 @@
 import type { Observable } from 'rxjs';
-import { DirectObservable, endOnce, subscribeTo, type ClosableObserver, type DirectObserver } from '../core/directObservable.js';
+import { DirectObservable, endOnce, subscribeTo, type ClosableObserver, type DirectObserver } from '../task/directObservable.js';
 import { CheckpointBarrier, ControlElement, SideOutputElement, Watermark, type StreamElement } from '../core/elements.js';
 import type { TaskContext } from '../core/graph.js';
 import { userFunctionFailure } from '../core/userFunctionFailure.js';

@@ -1,5 +1,5 @@
 import { Observable, Subject, Subscription, VirtualTimeScheduler, type SchedulerLike } from 'rxjs';
-import { BarrierAligner } from '../checkpoint/barrierAligner.js';
+import { BarrierAligner } from '../task/barrierAligner.js';
 import type { CheckpointMode } from '../core/graph.js';
 import type { CheckpointStats } from '../checkpoint/checkpointStats.js';
 import { CheckpointCoordinator, type CheckpointParticipants, type CoordinatorOptions } from '../checkpoint/coordinator.js';
@@ -14,7 +14,7 @@ import {
   type StreamElement,
 } from '../core/elements.js';
 import { JobDefinitionError, UserFunctionError, WeirError } from '../core/errors.js';
-import { Execution } from '../core/execution.js';
+import { Execution } from '../runtime/execution.js';
 import { Flow } from '../core/flow.js';
 import type { GraphNode } from '../core/graph.js';
 import { JobGraph } from '../core/jobGraph.js';

@@ -5,7 +5,7 @@
 import { VirtualTimeScheduler } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import type { CheckpointMode } from 'weir';
-import { BarrierAligner, type InFlightRecord } from '../../src/checkpoint/barrierAligner';
+import { BarrierAligner, type InFlightRecord } from '../../src/task/barrierAligner';
 import { CancelCheckpointMarker, CheckpointBarrier, Watermark, WatermarkStatus } from '../../src/core/elements';
 
 type Event =

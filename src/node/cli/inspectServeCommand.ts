@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { fsCheckpointStorage } from '../fsCheckpointStorage.js';
+import { fsCheckpointStorage } from '../../storage/fsCheckpointStorage.js';
 import { resolveTarget } from './inspectCommand.js';
 import { serveInspector, type InspectorServer } from './serveInspector.js';
 

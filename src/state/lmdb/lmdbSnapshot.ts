@@ -1,6 +1,6 @@
 import type { Key, KeyedSnapshot, KeyedStatePayload, SnapshotEntry, StateMeta } from '../../core/types.js';
-import { encodeKey } from '../../state/keyCodec.js';
-import { SnapshotChunker, wholePayload } from '../../state/snapshotChunker.js';
+import { encodeKey } from '../keyCodec.js';
+import { SnapshotChunker, wholePayload } from '../snapshotChunker.js';
 import { KeyWriter, PREFIX_BYTES, STRUCTURES_ROW, keyGroupOfRow, readKeyPart, readNamespace, stateIdOfRow } from './keyEncoding.js';
 import type { MapRows } from './mapRows.js';
 import type { StateDatabase } from './rowStore.js';

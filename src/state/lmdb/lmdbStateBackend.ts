@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { open } from 'lmdb';
 import { keyGroupOf } from '../../core/keyGroups.js';
-import { forEachPayloadEntry } from '../../state/payloadEntries.js';
+import { forEachPayloadEntry } from '../payloadEntries.js';
 import type {
   Key,
   KeyGroupRange,
@@ -13,9 +13,9 @@ import type {
   StateDescriptor,
   StateMeta,
 } from '../../core/types.js';
-import { copyValue } from '../../state/copyValue.js';
-import { decodeKey } from '../../state/keyCodec.js';
-import { mergeStateValues } from '../../state/mergeStateValues.js';
+import { copyValue } from '../copyValue.js';
+import { decodeKey } from '../keyCodec.js';
+import { mergeStateValues } from '../mergeStateValues.js';
 import {
   checkKeyType,
   checkRestoredMeta,
@@ -26,7 +26,7 @@ import {
   requireKey,
   restoredDecoder,
   undeclaredState,
-} from '../../state/stateChecks.js';
+} from '../stateChecks.js';
 import { KeyWriter, PREFIX_BYTES, STRUCTURES_ROW, readKeyPart, readNamespace } from './keyEncoding.js';
 import { lmdbSnapshot, type SnapshotState } from './lmdbSnapshot.js';
 import { LmdbAggregatingState, LmdbListState, LmdbMapState, LmdbReducingState, LmdbValueState } from './lmdbStates.js';
@@ -34,7 +34,7 @@ import { MapRows } from './mapRows.js';
 import type { RowStore, StateDatabase } from './rowStore.js';
 import { ValueRows } from './valueRows.js';
 import { removeAbandonedWorkingDirectories, workingDirectoryPrefix } from './workingDirectories.js';
-import { withStateTtl } from '../../state/ttl/withStateTtl.js';
+import { withStateTtl } from '../ttl/withStateTtl.js';
 
 export interface LmdbStateBackendOptions {
   /** Directory under which each keyed operator instance gets its own working directory; `os.tmpdir()` by default. */

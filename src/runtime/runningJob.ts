@@ -2,13 +2,13 @@ import { EMPTY, type Observable } from 'rxjs';
 import type { CheckpointCoordinator, SavepointTarget } from '../checkpoint/coordinator.js';
 import type { CheckpointStats } from '../checkpoint/checkpointStats.js';
 import type { LoadedCheckpoint } from '../checkpoint/loadCheckpoint.js';
-import { checkOptions } from './checkOptions.js';
-import { JobDefinitionError, WeirError } from './errors.js';
+import { checkOptions } from '../core/checkOptions.js';
+import { JobDefinitionError, WeirError } from '../core/errors.js';
 import { Execution, type ExecutionOptions } from './execution.js';
 import { StateQueries, type KeyPage, type KeyPageOptions, type QueryableStateReader, type QueryOptions } from '../query/stateQueries.js';
 import type { QueryableStateInfo } from '../query/queryableStateRegistry.js';
 import type { RestartStrategy } from './restartStrategy.js';
-import type { CheckpointLock, CheckpointStorage, Key, Scheduler } from './types.js';
+import type { CheckpointLock, CheckpointStorage, Key, Scheduler } from '../core/types.js';
 
 const SAVEPOINT_OPTIONS = ['path', 'storage'];
 

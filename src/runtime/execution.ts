@@ -2,18 +2,18 @@ import type { Observable } from 'rxjs';
 import { taskId, type CheckpointCoordinator, type CheckpointTask, type SavepointTarget } from '../checkpoint/coordinator.js';
 import type { LoadedCheckpoint } from '../checkpoint/loadCheckpoint.js';
 import { QueryableStateRegistry } from '../query/queryableStateRegistry.js';
-import type { OperatorWatermark, RecordTimestamp, StreamElement } from './elements.js';
-import { NonReplayableSourceError } from './errors.js';
-import { userFunctionFailure } from './userFunctionFailure.js';
-import { keyGroupRangeFor } from './keyGroups.js';
-import type { CheckpointMode, GraphNode, TaskContext } from './graph.js';
-import type { JobGraph } from './jobGraph.js';
-import { DirectObservable, subscribeTo } from './directObservable.js';
-import { fanOut } from './fanOut.js';
-import { SourceRunner } from './sourceRunner.js';
+import type { OperatorWatermark, RecordTimestamp, StreamElement } from '../core/elements.js';
+import { NonReplayableSourceError } from '../core/errors.js';
+import { userFunctionFailure } from '../core/userFunctionFailure.js';
+import { keyGroupRangeFor } from '../core/keyGroups.js';
+import type { CheckpointMode, GraphNode, TaskContext } from '../core/graph.js';
+import type { JobGraph } from '../core/jobGraph.js';
+import { DirectObservable, subscribeTo } from '../task/directObservable.js';
+import { fanOut } from '../task/fanOut.js';
+import { SourceRunner } from '../task/sourceRunner.js';
 import type { OperatorSpec } from '../operators/operate.js';
 import { OperatorChain } from '../operators/operatorChain.js';
-import type { Json, KeyGroupRange, KeyedStateBackend, Scheduler, SinkWriter, SourceReader, StateBackend, StateClock } from './types.js';
+import type { Json, KeyGroupRange, KeyedStateBackend, Scheduler, SinkWriter, SourceReader, StateBackend, StateClock } from '../core/types.js';
 
 export interface ExecutionOptions {
   graph: JobGraph;

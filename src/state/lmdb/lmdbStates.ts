@@ -1,6 +1,6 @@
 import type { AggregatingState, ListState, MapState, ReducingState, StateDescriptor, ValueState } from '../../core/types.js';
-import { copyValue } from '../../state/copyValue.js';
-import { checkedElements, checkedEntries, rejectNull } from '../../state/stateChecks.js';
+import { copyValue } from '../copyValue.js';
+import { checkedElements, checkedEntries, rejectNull } from '../stateChecks.js';
 import type { MapRows } from './mapRows.js';
 import type { RowStore } from './rowStore.js';
 import type { ValueRows } from './valueRows.js';

@@ -1,7 +1,7 @@
-import { CancelCheckpointMarker, MAX_WATERMARK, type CheckpointBarrier, type StreamElement } from './elements.js';
+import { CancelCheckpointMarker, MAX_WATERMARK, type CheckpointBarrier, type StreamElement } from '../core/elements.js';
 import type { DirectObserver } from './directObservable.js';
-import type { Json, SourceReader } from './types.js';
-import { yieldToEventLoop } from './yieldToEventLoop.js';
+import type { Json, SourceReader } from '../core/types.js';
+import { yieldToEventLoop } from '../core/yieldToEventLoop.js';
 
 export interface SourceRunnerHooks {
   /** Records per read: big enough to amortise the yield, small enough that barriers are not held back long. */

@@ -4,16 +4,16 @@ import { checkpointDir } from '../checkpoint/layout.js';
 import { heapStateBackend } from '../state/heap/heapStateBackend.js';
 import { memoryCheckpointStorage } from '../storage/memoryCheckpointStorage.js';
 import { asyncScheduler } from 'rxjs';
-import { checkOptions } from './checkOptions.js';
-import { CheckpointCorruptedError, CheckpointNotFoundError, JobDefinitionError, NonRestoredStateError, StateMigrationError } from './errors.js';
-import { Flow } from './flow.js';
-import type { CheckpointMode } from './graph.js';
-import { JobGraph } from './jobGraph.js';
-import { DEFAULT_MAX_PARALLELISM } from './keyGroups.js';
+import { checkOptions } from '../core/checkOptions.js';
+import { CheckpointCorruptedError, CheckpointNotFoundError, JobDefinitionError, NonRestoredStateError, StateMigrationError } from '../core/errors.js';
+import { Flow } from '../core/flow.js';
+import type { CheckpointMode } from '../core/graph.js';
+import { JobGraph } from '../core/jobGraph.js';
+import { DEFAULT_MAX_PARALLELISM } from '../core/keyGroups.js';
 import { restartStrategy, type RestartStrategy, type RestartStrategyOptions } from './restartStrategy.js';
 import { RunningJob } from './runningJob.js';
-import type { CheckpointStorage, Scheduler, Source, StateBackend } from './types.js';
-import { DEFAULT_CHUNK_SIZE } from './yieldToEventLoop.js';
+import type { CheckpointStorage, Scheduler, Source, StateBackend } from '../core/types.js';
+import { DEFAULT_CHUNK_SIZE } from '../core/yieldToEventLoop.js';
 
 /** The names `JobOptions`, `CheckpointOptions` and `StartOptions` take (checked in plain JS too). */
 const JOB_OPTIONS = ['name', 'stateBackend', 'checkpoints', 'restart', 'maxParallelism', 'parallelism', 'scheduler', 'chunkSize', 'onWarning'];

@@ -1,5 +1,5 @@
-import { checkOptions } from './checkOptions.js';
-import { JobDefinitionError } from './errors.js';
+import { checkOptions } from '../core/checkOptions.js';
+import { JobDefinitionError } from '../core/errors.js';
 
 /**
  * What a job does when a user function (or a checkpoint) fails, as Flink's restart strategies:
