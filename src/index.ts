@@ -16,7 +16,8 @@ export { keyBy } from './operators/keyBy.js';
 export { reduce, type StatefulOperatorOptions } from './operators/reduce.js';
 export { fold } from './operators/fold.js';
 export { aggregate } from './operators/aggregate.js';
-export { process, type ProcessFunction, type ProcessContext, type Output, type ProcessOptions } from './operators/process.js';
+export { process } from './operators/process.js';
+export type { ProcessFunction, ProcessContext, Output, ProcessOptions } from './operators/processFunction.js';
 
 export { fromArray } from './sources/fromArray.js';
 export { fromIterable } from './sources/fromIterable.js';
@@ -47,7 +48,7 @@ export { count, purging, eventTimeTrigger, processingTimeTrigger, neverTrigger }
 export type { Window, WindowAssigner, Trigger, TriggerContext, TriggerResult, TriggerState, WindowTime } from './windows/windowTypes.js';
 export type { ProcessWindowFunction, WindowContext } from './windows/windowFunction.js';
 export { sideOutput, lateData, outputTag, type OutputTag } from './operators/sideOutput.js';
-export type { Timers, TimerContext } from './operators/process.js';
+export type { Timers, TimerContext } from './operators/processFunction.js';
 export type { WindowFunctionOptions } from './operators/reduce.js';
 export { union, unionWith } from './operators/union.js';
 export { connect, ConnectedFlows } from './operators/connect.js';

@@ -1,13 +1,11 @@
-import { SideOutputElement } from '../core/elements.js';
-import { NoKeyedContextError } from '../core/errors.js';
 import { KeyedFlow, type Flow } from '../core/flow.js';
-import type { KeySelector, TaskContext } from '../core/graph.js';
-import type { Json, Key, KeyedStateBackend, StateDescriptor } from '../core/types.js';
-import { TimerService, savedTimers, type TimeDomain } from '../time/timerService.js';
+import type { KeySelector } from '../core/graph.js';
+import { savedTimers } from '../time/timerService.js';
 import type { ConnectedFlows } from './connect.js';
 import { operateMulti, restoredStates, type MultiInputHandler } from './operateMulti.js';
 import { checkStates } from './keyedOperate.js';
-import type { Output, ProcessContext, ProcessOptions, TimerContext, Timers } from './process.js';
+import { keyedContext } from './keyedContext.js';
+import type { Output, ProcessContext, ProcessOptions, TimerContext } from './processFunction.js';
 
 /** Flink's (Keyed)CoProcessFunction: one method per input, sharing keyed state and timers. */
 export interface CoProcessFunction<A, B, R> {
@@ -52,74 +50,4 @@ export function coProcess<A, B, R>(fn: CoProcessFunction<A, B, R>, options: Pick
       },
     });
   };
-}
-
-/**
- * The context, output and timer service of a keyed process function, shared by `process`, `coProcess` and
- * `processBroadcast`.
- * `onTimer` runs with the timer's key current and the output stamped with the timer's time.
- */
-export function keyedContext<R>(
-  task: TaskContext,
-  emit: (value: R) => void,
-  fail: (error: unknown) => void,
-  backend: KeyedStateBackend | undefined,
-  /** Timers saved by every instance of the operator (`savedTimers`); this instance keeps those of its key groups. */
-  saved: Json[],
-  onTimer: (time: number) => void,
-  kind: string,
-): { ctx: ProcessContext; out: Output<R>; service: TimerService | undefined } {
-  const record = task.record;
-  let timeDomain: TimeDomain = 'event-time';
-  const service = backend
-    ? new TimerService(backend, task.scheduler, (domain, time) => {
-        const previous = record.current;
-        try {
-          timeDomain = domain;
-          record.current = time;
-          onTimer(time);
-        } catch (error) {
-          fail(error);
-        } finally {
-          record.current = previous;
-        }
-      })
-    : undefined;
-  if (service && saved.length > 0) service.restore(saved, task.maxParallelism, task.keyGroupRange);
-  const noKey = (): never => {
-    throw new NoKeyedContextError(`operator '${task.uid}': keyed state and timers need keyed inputs; put keyBy before ${kind}`);
-  };
-  const key = () => backend?.getCurrentKey() ?? noKey();
-  const timers: Timers = {
-    registerEventTimeTimer: (time) => service ? service.registerEventTimeTimer(key() as Key, '', time) : noKey(),
-    registerProcessingTimeTimer: (time) => service ? service.registerProcessingTimeTimer(key() as Key, '', time) : noKey(),
-    deleteEventTimeTimer: (time) => service ? service.deleteEventTimeTimer(key() as Key, '', time) : noKey(),
-    deleteProcessingTimeTimer: (time) => service ? service.deleteProcessingTimeTimer(key() as Key, '', time) : noKey(),
-    currentWatermark: () => service?.currentWatermark ?? Number.NEGATIVE_INFINITY,
-    currentProcessingTime: () => task.scheduler.now(),
-  };
-  const ctx: TimerContext = {
-    get key() {
-      return backend?.getCurrentKey();
-    },
-    get timestamp() {
-      return record.current;
-    },
-    get timeDomain() {
-      return timeDomain;
-    },
-    timers,
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any stored type
-    state<S>(descriptor: StateDescriptor<S, any>): S {
-      return backend ? backend.getState(descriptor) : noKey();
-    },
-    operatorState(descriptor) {
-      throw new NoKeyedContextError(
-        `operator '${task.uid}': operator state '${descriptor.name}' is available to process on a flow that is not keyed; ` +
-          `${kind} keeps its state per key: use ctx.state`,
-      );
-    },
-  };
-  const out: Output<R> = { emit, side: (tag, value) => emit(new SideOutputElement(tag.id, value, record.current) as never) };
-  return { ctx, out, service };
 }

@@ -2,10 +2,10 @@ import { JobDefinitionError } from '../core/errors.js';
 import { KeyedFlow, type Flow } from '../core/flow.js';
 import type { KeySelector } from '../core/graph.js';
 import { mapState } from '../state/descriptors.js';
-import { keyedContext } from './coProcess.js';
+import { keyedContext } from './keyedContext.js';
 import { savedTimers } from '../time/timerService.js';
 import { operateMulti, restoredStates } from './operateMulti.js';
-import type { TimerContext } from './process.js';
+import type { TimerContext } from './processFunction.js';
 
 export interface IntervalJoinOptions<A, B, R> {
   /** A right element at `tr` joins a left element at `tl` when `tl + lowerBound <= tr <= tl + upperBound`. */

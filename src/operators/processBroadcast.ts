@@ -3,12 +3,12 @@ import type { Flow, KeyedFlow } from '../core/flow.js';
 import type { KeySelector } from '../core/graph.js';
 import type { Json, MapState, StateDescriptor } from '../core/types.js';
 import { BroadcastFlow } from './broadcast.js';
-import { keyedContext } from './coProcess.js';
+import { keyedContext } from './keyedContext.js';
 import type { ConnectedFlows } from './connect.js';
 import { savedTimers } from '../time/timerService.js';
 import { operateMulti, restoredState, restoredStates } from './operateMulti.js';
 import { checkStates } from './keyedOperate.js';
-import type { Output, ProcessContext, ProcessOptions, TimerContext } from './process.js';
+import type { Output, ProcessContext, ProcessOptions, TimerContext } from './processFunction.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any key and value types
 type MapDescriptor = StateDescriptor<MapState<any, any>, Map<any, any>>;

@@ -1,5 +1,5 @@
 import type { Flow } from '../core/flow.js';
-import { LATE_DATA } from '../windows/windowOperator.js';
+import { LATE_DATA } from '../windows/lateData.js';
 import { operate } from './operate.js';
 
 /** Names a side output of a process function: `out.side(tag, value)` writes to it, `sideOutput(tag)` reads it. */

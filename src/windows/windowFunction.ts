@@ -1,5 +1,5 @@
 import type { Key, StateDescriptor } from '../core/types.js';
-import type { Output } from '../operators/process.js';
+import type { Output } from '../operators/processFunction.js';
 import type { Window } from './windowTypes.js';
 
 /** What a process window function sees besides the elements. */

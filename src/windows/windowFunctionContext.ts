@@ -1,5 +1,5 @@
 import { SideOutputElement, type RecordTimestamp } from '../core/elements.js';
-import type { Output } from '../operators/process.js';
+import type { Output } from '../operators/processFunction.js';
 import type { TimerService } from '../time/timerService.js';
 import type { WindowContext } from './windowFunction.js';
 import type { Window } from './windowTypes.js';
