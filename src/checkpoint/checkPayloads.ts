@@ -103,7 +103,7 @@ export function checkStatePayload(value: unknown, uid: string, name: string): Op
       if (flat === undefined) return;
       if (!Array.isArray(flat) || flat.length % stride !== 0) throw corrupt(`its keyed ${field} is not a list of ${stride}-field entries`);
       for (let i = 0; i < flat.length; i += stride) {
-        const state = flat[i];
+        const state: unknown = flat[i];
         if (!isIndex(state) || state >= states || (stride === 4 && typeof flat[i + 3] !== 'string')) {
           throw corrupt(`entry #${i / stride} in its keyed ${field} is malformed or names an undeclared state`);
         }

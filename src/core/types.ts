@@ -283,7 +283,7 @@ export interface KeyedBackendOptions {
   maxParallelism: number;
   keyGroupRange: KeyGroupRange;
   /** Called once per state the first time a descriptor registers it (e.g. to index queryable states); may throw. */
-  onStateRegistered?(descriptor: StateDescriptor<unknown>): void;
+  onStateRegistered?: (descriptor: StateDescriptor<unknown>) => void;
   /** Track the keys written between snapshots, for `KeyedSnapshot.materializeChangeChunks` (incremental checkpoints). */
   trackChanges?: boolean;
   /**

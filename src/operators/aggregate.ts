@@ -2,7 +2,6 @@ import type { Flow, KeyedFlow } from '../core/flow.js';
 import type { AggregateFunction } from '../core/types.js';
 import { aggregatingState } from '../state/descriptors.js';
 import { copyValue } from '../state/copyValue.js';
-import type { ProcessWindowFunction } from '../windows/windowFunction.js';
 import { WindowedFlow } from '../windows/windowedFlow.js';
 import { rejectWindowOnly, rejectWindowQueryable, windowOperator } from '../windows/windowOperator.js';
 import { keyedOperate } from './keyedOperate.js';
@@ -45,7 +44,7 @@ export function aggregate<T, ACC, R, OUT = R>(
         },
         fromElements: (elements: T[]) => [fn.getResult(elements.reduce((acc, value) => fn.add(value, acc), fn.createAccumulator()))],
       };
-      return windowOperator<T, OUT>(input, 'aggregate', options.uid, contents, options.process as ProcessWindowFunction<unknown, OUT> | undefined, options.parallelism);
+      return windowOperator<T, OUT>(input as WindowedFlow<T>, 'aggregate', options.uid, contents, options.process, options.parallelism);
     }
     rejectWindowOnly('aggregate', options.process);
     return keyedOperate<T, OUT>(input, 'aggregate', options.uid, (backend, emit) => {

@@ -30,7 +30,7 @@ export function coProcess<A, B, R>(fn: CoProcessFunction<A, B, R>, options: Pick
     const secondFlow = second as Flow<B>;
     const keySelectors =
       first instanceof KeyedFlow ? [first.keySelector as KeySelector<unknown>, (secondFlow as KeyedFlow<B>).keySelector as KeySelector<unknown>] : undefined;
-    return operateMulti<R>([first as Flow<unknown>, secondFlow as Flow<unknown>], {
+    return operateMulti<R>([first, secondFlow], {
       kind: 'coProcess',
       uid: options.uid,
       keySelectors,

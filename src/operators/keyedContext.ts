@@ -1,7 +1,7 @@
 import { SideOutputElement } from '../core/elements.js';
 import { NoKeyedContextError } from '../core/errors.js';
 import type { TaskContext } from '../core/graph.js';
-import type { Json, Key, KeyedStateBackend, StateDescriptor } from '../core/types.js';
+import type { Json, KeyedStateBackend, StateDescriptor } from '../core/types.js';
 import { TimerService, type TimeDomain } from '../time/timerService.js';
 import type { Output, ProcessContext, TimerContext, Timers } from './processFunction.js';
 
@@ -42,10 +42,10 @@ export function keyedContext<R>(
   };
   const key = () => backend?.getCurrentKey() ?? noKey();
   const timers: Timers = {
-    registerEventTimeTimer: (time) => service ? service.registerEventTimeTimer(key() as Key, '', time) : noKey(),
-    registerProcessingTimeTimer: (time) => service ? service.registerProcessingTimeTimer(key() as Key, '', time) : noKey(),
-    deleteEventTimeTimer: (time) => service ? service.deleteEventTimeTimer(key() as Key, '', time) : noKey(),
-    deleteProcessingTimeTimer: (time) => service ? service.deleteProcessingTimeTimer(key() as Key, '', time) : noKey(),
+    registerEventTimeTimer: (time) => service ? service.registerEventTimeTimer(key(), '', time) : noKey(),
+    registerProcessingTimeTimer: (time) => service ? service.registerProcessingTimeTimer(key(), '', time) : noKey(),
+    deleteEventTimeTimer: (time) => service ? service.deleteEventTimeTimer(key(), '', time) : noKey(),
+    deleteProcessingTimeTimer: (time) => service ? service.deleteProcessingTimeTimer(key(), '', time) : noKey(),
     currentWatermark: () => service?.currentWatermark ?? Number.NEGATIVE_INFINITY,
     currentProcessingTime: () => task.scheduler.now(),
   };

@@ -36,7 +36,7 @@ export function process<T, R>(fn: ProcessFunction<T, R> | ProcessWindowFunction<
     const states = checkStates('process', options.states, input instanceof KeyedFlow && !(input instanceof WindowedFlow));
     if (input instanceof WindowedFlow) {
       if (!('process' in fn)) throw new TypeError('process() after window(…) takes a ProcessWindowFunction: { process(key, ctx, elements, out) }');
-      return windowOperator<T, R>(input, 'process', options.uid, { name: 'process', fromElements: (elements) => elements }, fn as ProcessWindowFunction<unknown, R>, options.parallelism);
+      return windowOperator<T, R>(input as WindowedFlow<T>, 'process', options.uid, { name: 'process', fromElements: (elements) => elements }, fn, options.parallelism);
     }
     const processFunction = fn as ProcessFunction<T, R>;
     if (input instanceof KeyedFlow) return keyedProcess(input, processFunction, { ...options, states });

@@ -54,7 +54,7 @@ export function processBroadcast<T, B, R>(fn: BroadcastProcessFunction<T, B, R>,
     if (!(second instanceof BroadcastFlow)) throw new JobDefinitionError('processBroadcast: connect a keyed flow with a broadcast flow (flow.pipe(broadcast(descriptor)))');
     const keyed = first as KeyedFlow<T>;
     const descriptors = second.descriptors as readonly MapDescriptor[];
-    return operateMulti<R>([first as Flow<unknown>, second.flow as Flow<unknown>], {
+    return operateMulti<R>([first, second.flow], {
       kind: 'processBroadcast',
       uid: options.uid,
       states: checkStates('processBroadcast', options.states, true),

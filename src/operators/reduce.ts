@@ -51,7 +51,7 @@ export function reduce<T, R = T>(
         slicing: { descriptor, merge: reducer as (a: unknown, b: unknown) => unknown, result: (merged: unknown) => merged },
         fromElements: (elements: T[]) => [elements.reduce(reducer)],
       };
-      return windowOperator<T, R>(input, 'reduce', options.uid, contents, options.process as ProcessWindowFunction<unknown, R> | undefined, options.parallelism);
+      return windowOperator<T, R>(input as WindowedFlow<T>, 'reduce', options.uid, contents, options.process, options.parallelism);
     }
     rejectWindowOnly('reduce', options.process);
     return keyedOperate<T, R>(input, 'reduce', options.uid, (backend, emit) => {

@@ -12,7 +12,7 @@ export function union<T>(...flows: Flow<T>[]): Flow<T> {
 
 /** `union` with a uid (its state is the records in flight of unaligned checkpoints). */
 export function unionWith<T>(options: { uid?: string }, ...flows: Flow<T>[]): Flow<T> {
-  return operateMulti<T>(flows as Flow<unknown>[], {
+  return operateMulti<T>(flows, {
     kind: 'union',
     uid: options.uid,
     setup: (_task, emit) => ({ onRecord: (_input, value) => emit(value as T) }),

@@ -107,6 +107,8 @@ export class Execution {
       injectBarrier: (barrier) => this.runners.forEach((runner) => runner.inject(barrier)),
       injectCancel: (id) => this.runners.forEach((runner) => runner.injectCancel(id)),
       notifyComplete: async (id) => {
+        // A writer's commit and finish return a promise or nothing (Sink's contract): Promise.all takes both.
+        // eslint-disable-next-line @typescript-eslint/await-thenable
         await Promise.all(this.writers.map((writer) => writer.commit?.(id)));
       },
       fail: (error) => this.fail(error),
@@ -131,6 +133,7 @@ export class Execution {
     // fail, and a restart from the previous checkpoint would then emit it twice.
     endsDone
       .then(() => this.finalCheckpoint)
+      // eslint-disable-next-line @typescript-eslint/await-thenable -- finish returns a promise or nothing, as commit
       .then(() => (this.ended ? undefined : Promise.all(this.writers.map((writer) => writer.finish()))))
       .then(() => this.succeed(), (error) => this.fail(error));
     for (const callback of this.startCallbacks) callback();
@@ -208,7 +211,7 @@ export class Execution {
         onWatermark: () => undefined,
       }),
     };
-    return OperatorChain.after(input, { task, spec: sink as OperatorSpec<unknown, unknown> });
+    return OperatorChain.after(input, { task, spec: sink });
   }
 
   private taskContext(node: GraphNode, index = 0): TaskContext {

@@ -107,6 +107,7 @@ export interface StartOptions {
    * there is none); the path of a `chk-<id>` directory (relative to the storage root, or absolute on disk); or a
    * savepoint, `{ savepoint: path }`, in the checkpoint storage or in `storage`.
    */
+  // eslint-disable-next-line @typescript-eslint/no-redundant-type-constituents -- 'latest' is spelled out for readers and editors' completion
   restore?: 'latest' | string | { savepoint: string; storage?: CheckpointStorage };
   /** Restore even when saved state names operators this job no longer has; that state is dropped. */
   allowNonRestoredState?: boolean;
@@ -175,7 +176,7 @@ export class Job {
    */
   source<T>(source: Source<T>, options: { uid?: string } = {}): Flow<T> {
     checkOptions(`job '${this.name}': source`, options, ['uid']);
-    const node = this.graph.add({ kind: 'source', uid: options.uid, role: 'source', stateful: true, inputs: [], source: source as Source<unknown> });
+    const node = this.graph.add({ kind: 'source', uid: options.uid, role: 'source', stateful: true, inputs: [], source: source });
     return new Flow<T>(this.graph, node);
   }
 
@@ -263,7 +264,7 @@ export class Job {
             return await loadCheckpoint(from, dir, name);
           } catch (error) {
             if (!(error instanceof CheckpointCorruptedError || error instanceof CheckpointNotFoundError)) throw error;
-            onWarning(`restart: checkpoint ${dir} cannot be restored (${(error as Error).message}); trying an older one`);
+            onWarning(`restart: checkpoint ${dir} cannot be restored (${(error).message}); trying an older one`);
           }
         }
         return undefined;

@@ -9,6 +9,6 @@ import { checkOptions } from '../core/checkOptions.js';
 export function sinkTo<T>(sink: Sink<T>, options: { uid?: string } = {}): (input: Flow<T>) => void {
   checkOptions(sink.name, options, ['uid']);
   return (input) => {
-    input.graph.add({ kind: 'sink', uid: options.uid, role: 'sink', stateful: true, inputs: [input.node], sink: sink as Sink<unknown> });
+    input.graph.add({ kind: 'sink', uid: options.uid, role: 'sink', stateful: true, inputs: [input.node], sink: sink });
   };
 }

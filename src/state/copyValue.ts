@@ -9,7 +9,7 @@ export function copyValue<T>(value: T): T {
   // the first read of every key while a snapshot is pending copies, so at 100k keys a checkpoint paid ~90 ms here.
   const plain = copyPlain(value, 0);
   if (plain !== NOT_PLAIN) return plain as T;
-  const proto = Object.getPrototypeOf(value);
+  const proto: unknown = Object.getPrototypeOf(value);
   const cloneable =
     proto === Object.prototype || proto === null || Array.isArray(value) || value instanceof Map || value instanceof Set || value instanceof Date;
   if (!cloneable) return value;
@@ -36,9 +36,9 @@ function copyPlain(value: object, depth: number): unknown {
     }
     return copy;
   }
-  const proto = Object.getPrototypeOf(value);
+  const proto: unknown = Object.getPrototypeOf(value);
   if (proto !== Object.prototype && proto !== null) return NOT_PLAIN;
-  const copy: Record<string, unknown> = proto === null ? Object.create(null) : {};
+  const copy: Record<string, unknown> = proto === null ? (Object.create(null) as Record<string, unknown>) : {};
   for (const key of Object.keys(value)) {
     // Assigning it would set the copy's prototype (an own `__proto__` key comes from JSON.parse): structuredClone copies it as a key.
     if (key === '__proto__') return NOT_PLAIN;

@@ -99,7 +99,7 @@ export function aggregatingState<IN, ACC, OUT>(
     name,
     kind: 'aggregating',
     serializer: options.serializer ?? autoSerializer<ACC>(),
-    aggregate: aggregate as AggregateFunction<unknown, ACC, unknown>,
+    aggregate: aggregate,
     ...common(name, options),
   };
 }

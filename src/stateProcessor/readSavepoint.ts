@@ -136,7 +136,7 @@ export class SavepointReader {
   }
 
   /** `keyedState`'s pairs, a payload at a time. */
-  private async *keyedStateBatches(uid: string, name: string, options: KeyedStateReadOptions): AsyncGenerator<[Key, unknown][]> {
+  private async *keyedStateBatches(uid: string, name: string, options: KeyedStateReadOptions): AsyncGenerator<[Key, unknown][], void, undefined> {
     const namespace = options.namespace ?? '';
     for await (const { keyed } of this.payloads(uid, options.keyGroup)) {
       if (!keyed) continue;

@@ -2,7 +2,7 @@ import { encodeFile } from '../checkpoint/fileFormat.js';
 import { METADATA_FILE, stateFileName, type CheckpointMetadata, type OperatorRole, type StateFileEntry } from '../checkpoint/layout.js';
 import { CheckpointNotFoundError, JobDefinitionError, StateMigrationError } from '../core/errors.js';
 import { DEFAULT_MAX_PARALLELISM, keyGroupOf, keyGroupRangeFor } from '../core/keyGroups.js';
-import type { CheckpointStorage, Json, Key, KeyedStatePayload, Serializer, SnapshotEntry, StateClock, StateDescriptor, StateMeta } from '../core/types.js';
+import type { CheckpointStorage, Json, Key, KeyedStatePayload, SnapshotEntry, StateClock, StateDescriptor, StateMeta } from '../core/types.js';
 import { checkKey, decodeKey, encodeKey } from '../state/keyCodec.js';
 import { forEachPayloadEntry } from '../state/payloadEntries.js';
 import { metaOf } from '../state/stateChecks.js';
@@ -226,7 +226,7 @@ export class SavepointWriter {
 function valueEncoder<V>(descriptor: StateDescriptor<unknown, V>, clock: StateClock): (value: V) => unknown {
   const { serializer, kind, ttl } = descriptor;
   if (ttl === undefined) return (value) => serializer.encode(value);
-  const stored = ttlSerializer(serializer as Serializer<unknown>, kind);
+  const stored = ttlSerializer(serializer, kind);
   const now = ttlNow(clock, resolveTtl(ttl));
   return (value) => stored.encode(stamp(kind, value, now));
 }

@@ -25,7 +25,7 @@ export function serializerById(id: string): Serializer<unknown> | undefined {
   const [keys, values] = splitTopLevel(match[1]!);
   const keySerializer = keys === undefined ? undefined : serializerById(keys);
   const valueSerializer = values === undefined ? undefined : serializerById(values);
-  return keySerializer && valueSerializer ? (mapSerializer(keySerializer, valueSerializer) as Serializer<unknown>) : undefined;
+  return keySerializer && valueSerializer ? (mapSerializer(keySerializer, valueSerializer)) : undefined;
 }
 
 /** A saved value decoded, or, when it could not be, its stored form with `decoded: false`. */

@@ -398,7 +398,7 @@ export class Harness<I, R> {
     const descriptor = typeof state === 'string' ? owner.descriptors.get(state) : state;
     if (!descriptor) {
       throw new HarnessInputError(
-        `state: operator '${uid}' has not used a state named '${String(state)}' yet (it has: ${[...owner.descriptors.keys()].map((n) => `'${n}'`).join(', ') || 'none'}); pass its descriptor instead`,
+        `state: operator '${uid}' has not used a state named '${typeof state === 'string' ? state : state.name}' yet (it has: ${[...owner.descriptors.keys()].map((n) => `'${n}'`).join(', ') || 'none'}); pass its descriptor instead`,
       );
     }
     return owner.backend.peek(descriptor as StateDescriptor<unknown, T>, key, typeof window === 'object' ? window.id : (window ?? ''));

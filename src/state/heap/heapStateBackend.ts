@@ -501,7 +501,7 @@ function compactSources(sources: readonly PendingSource[]): PendingSource[] {
   const idOf = (key: unknown) => (key !== null && typeof key === 'object' ? `\u0000object:${JSON.stringify(key)}` : key);
   const tableOf = (namespace: string) => {
     let table = byNamespace.get(namespace);
-    if (table === undefined) byNamespace.set(namespace, (table = new Map()));
+    if (table === undefined) byNamespace.set(namespace, (table = new Map<unknown, [key: unknown, value: unknown]>()));
     return table;
   };
   for (const { flat, namespaced, removed } of sources) {

@@ -322,7 +322,9 @@ class LmdbKeyedStateBackend implements KeyedStateBackend, RowStore {
         if (slot === undefined) throw undeclaredState(this.uid, index);
         (slot.keyTypes ??= new Set()).add(encodedKeyType(key));
         const row = Buffer.from(this.keys.begin(keyGroup, slot.id).add(decodeKey(key)).addNamespace(namespace).key());
-        batch.push(() => this.db.put(row, value));
+        batch.push(() => {
+          this.db.put(row, value);
+        });
         if (batch.length >= RESTORE_BATCH) write();
       });
       // A delta's removals (incremental checkpoints): restored rows are whole values, map state's too.

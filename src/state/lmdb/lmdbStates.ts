@@ -152,7 +152,7 @@ export class LmdbAggregatingState<IN, ACC, OUT> implements AggregatingState<IN, 
     rejectNull(value, this.descriptor.name, 'cannot add');
     const key = this.store.currentKey(this.descriptor.name);
     const aggregate = this.descriptor.aggregate!;
-    this.rows.set(key, aggregate.add(value, this.rows.get(key) ?? aggregate.createAccumulator()) as ACC);
+    this.rows.set(key, aggregate.add(value, this.rows.get(key) ?? aggregate.createAccumulator()));
   }
 
   clear(): void {

@@ -98,6 +98,10 @@ export class MapRows<K, V> {
     const { db } = this.store;
     this.changed(userKey, namespace);
     const rows = Array.from(db.getKeys(this.range(userKey, namespace)), (row) => Buffer.from(row));
-    if (rows.length > 0) db.transactionSync(() => rows.forEach((row) => db.remove(row)));
+    if (rows.length > 0) {
+      db.transactionSync(() => {
+        for (const row of rows) db.remove(row);
+      });
+    }
   }
 }

@@ -39,7 +39,7 @@ export class ValueRows<V> {
   }
 
   get(key: Key, namespace = this.store.namespace): V | undefined {
-    let value = namespace === '' ? (this.dirty.get(key) ?? this.recent.get(key)) : this.windows.get(namespace)?.get(key);
+    const value = namespace === '' ? (this.dirty.get(key) ?? this.recent.get(key)) : this.windows.get(namespace)?.get(key);
     if (value !== undefined) return value === REMOVED ? undefined : value;
     const { store } = this;
     const stored = store.db.get(store.keys.begin(store.keyGroup(key), this.id).add(key).addNamespace(namespace).key());
@@ -59,7 +59,7 @@ export class ValueRows<V> {
   private buffer(namespace: string): Buffered<V> {
     if (namespace === '') return this.dirty;
     let buffer = this.windows.get(namespace);
-    if (buffer === undefined) this.windows.set(namespace, (buffer = new Map()));
+    if (buffer === undefined) this.windows.set(namespace, (buffer = new Map<Key, V | typeof REMOVED>()));
     return buffer;
   }
 
