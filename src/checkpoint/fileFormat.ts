@@ -101,8 +101,8 @@ export class FlatStateFileBuilder {
     this.entries += (piece.flat?.length ?? 0) / 3 + (piece.flatNamespaced?.length ?? 0) / 4;
   }
 
-  /** The file, with `operator` as the payload's operator state. */
-  finish(operator: unknown): Uint8Array {
+  /** The file, with `operator` as the payload's operator state; `setAside` counts the values its markers refer to (version 3). */
+  finish(operator: unknown, setAside = 0): Uint8Array {
     const parts: string[] = [`{"uid":${JSON.stringify(this.uid)},"keyed":{"states":${JSON.stringify(this.states)},"keyGroups":[]`];
     const list = (name: string, items: string[]) => {
       if (items.length === 0) return;
@@ -121,17 +121,22 @@ export class FlatStateFileBuilder {
     for (let i = 0; i < parts.length; i++) {
       const { read, written } = encoder.encodeInto(parts[i]!, file.subarray(at));
       at += written;
-      if (read !== parts[i]!.length) return withHeader(parts.map((part) => encoder.encode(part)));
+      if (read !== parts[i]!.length) return withHeader(parts.map((part) => encoder.encode(part)), setAside);
     }
     const body = file.subarray(MAX_HEADER, at);
-    const header = encoder.encode(headerLine('state', 2, body, 0));
+    const header = encoder.encode(headerLine('state', flatVersion(setAside), body, setAside));
     file.set(header, MAX_HEADER - header.length);
     return file.subarray(MAX_HEADER - header.length, at);
   }
 }
 
-/** A version-2 state file of a body given in pieces of UTF-8 (text that is not all ASCII). */
-function withHeader(pieces: Uint8Array[]): Uint8Array {
+/** The version of a state file of unbucketed entries: 3 with values set aside, else 2. */
+function flatVersion(setAside: number): number {
+  return setAside > 0 ? 3 : 2;
+}
+
+/** A state file of unbucketed entries whose body is given in pieces of UTF-8 (text that is not all ASCII). */
+function withHeader(pieces: Uint8Array[], setAside: number): Uint8Array {
   const length = pieces.reduce((sum, piece) => sum + piece.length, 0);
   const file = new Uint8Array(MAX_HEADER + length);
   let at = MAX_HEADER;
@@ -140,7 +145,7 @@ function withHeader(pieces: Uint8Array[]): Uint8Array {
     at += piece.length;
   }
   const body = file.subarray(MAX_HEADER);
-  const header = encoder.encode(headerLine('state', 2, body, 0));
+  const header = encoder.encode(headerLine('state', flatVersion(setAside), body, setAside));
   file.set(header, MAX_HEADER - header.length);
   return file.subarray(MAX_HEADER - header.length);
 }
