@@ -461,7 +461,7 @@ export class CheckpointCoordinator {
    * materialised and encoded in a macrotask of its own: the job's records run between pieces, so a large snapshot
    * does not stop them for the time of a whole file. With `setAside`, the rich values of a file's pieces are set aside
    * into one list, numbered across the file, and written beside it (`writeStructured`). Also the way to IndexedDB:
-   * one large chunk (`writeChunks`) took 2–3× the CPU time of the same entries in pieces, measured in Chromium.
+   * in Chromium, materialising and stringifying 100k entries as one chunk (`writeChunks`) took 45–55 ms, in pieces 15–20.
    */
   private async writeFlatChunks(
     pieces: Iterable<KeyedStatePayload>,

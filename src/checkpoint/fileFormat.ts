@@ -35,9 +35,13 @@ const OLDEST_VERSION = 1;
 /** The version a payload needs: 3 with set-aside values, 2 for a state file with unbucketed keyed entries, 1 otherwise. */
 function versionOf(kind: FileKind, payload: unknown, setAside: number): number {
   if (kind !== 'state') return 1;
-  if (setAside > 0) return 3;
   const keyed = (payload as { keyed?: { flat?: unknown; flatNamespaced?: unknown } } | null)?.keyed;
-  return keyed?.flat === undefined && keyed?.flatNamespaced === undefined ? 1 : 2;
+  return stateVersion(keyed?.flat !== undefined || keyed?.flatNamespaced !== undefined, setAside);
+}
+
+/** The version of a state file: 3 with set-aside values, 2 with unbucketed keyed entries (`flat`), 1 otherwise. */
+function stateVersion(flat: boolean, setAside: number): number {
+  return setAside > 0 ? 3 : flat ? 2 : 1;
 }
 
 /**
@@ -75,7 +79,8 @@ export function encodeFile(kind: FileKind, payload: unknown, setAside = 0): Uint
 }
 
 /**
- * A state file of unbucketed keyed entries (`flat`, `flatNamespaced`: format version 2) built from pieces of a
+ * A state file of unbucketed keyed entries (`flat`, `flatNamespaced`: format version 2, or 3 when some of their
+ * values were set aside while the pieces were materialised, see `setAsideValues`) built from pieces of a
  * snapshot as they are materialised, so that the work of encoding one file can be spread over several macrotasks:
  * each piece's entries are stringified when added, and `finish` puts the payload's other fields around them and
  * encodes the text into the file at once (one buffer a file: many growing ones made V8 collect garbage more often,
@@ -124,15 +129,10 @@ export class FlatStateFileBuilder {
       if (read !== parts[i]!.length) return withHeader(parts.map((part) => encoder.encode(part)), setAside);
     }
     const body = file.subarray(MAX_HEADER, at);
-    const header = encoder.encode(headerLine('state', flatVersion(setAside), body, setAside));
+    const header = encoder.encode(headerLine('state', stateVersion(true, setAside), body, setAside));
     file.set(header, MAX_HEADER - header.length);
     return file.subarray(MAX_HEADER - header.length, at);
   }
-}
-
-/** The version of a state file of unbucketed entries: 3 with values set aside, else 2. */
-function flatVersion(setAside: number): number {
-  return setAside > 0 ? 3 : 2;
 }
 
 /** A state file of unbucketed entries whose body is given in pieces of UTF-8 (text that is not all ASCII). */
@@ -145,7 +145,7 @@ function withHeader(pieces: Uint8Array[], setAside: number): Uint8Array {
     at += piece.length;
   }
   const body = file.subarray(MAX_HEADER);
-  const header = encoder.encode(headerLine('state', flatVersion(setAside), body, setAside));
+  const header = encoder.encode(headerLine('state', stateVersion(true, setAside), body, setAside));
   file.set(header, MAX_HEADER - header.length);
   return file.subarray(MAX_HEADER - header.length);
 }
