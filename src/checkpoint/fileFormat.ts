@@ -35,9 +35,13 @@ const OLDEST_VERSION = 1;
 /** The version a payload needs: 3 with set-aside values, 2 for a state file with unbucketed keyed entries, 1 otherwise. */
 function versionOf(kind: FileKind, payload: unknown, setAside: number): number {
   if (kind !== 'state') return 1;
-  if (setAside > 0) return 3;
   const keyed = (payload as { keyed?: { flat?: unknown; flatNamespaced?: unknown } } | null)?.keyed;
-  return keyed?.flat === undefined && keyed?.flatNamespaced === undefined ? 1 : 2;
+  return stateVersion(keyed?.flat !== undefined || keyed?.flatNamespaced !== undefined, setAside);
+}
+
+/** The version of a state file: 3 with set-aside values, 2 with unbucketed keyed entries (`flat`), 1 otherwise. */
+function stateVersion(flat: boolean, setAside: number): number {
+  return setAside > 0 ? 3 : flat ? 2 : 1;
 }
 
 /**
@@ -75,7 +79,8 @@ export function encodeFile(kind: FileKind, payload: unknown, setAside = 0): Uint
 }
 
 /**
- * A state file of unbucketed keyed entries (`flat`, `flatNamespaced`: format version 2) built from pieces of a
+ * A state file of unbucketed keyed entries (`flat`, `flatNamespaced`: format version 2, or 3 when some of their
+ * values were set aside while the pieces were materialised, see `setAsideValues`) built from pieces of a
  * snapshot as they are materialised, so that the work of encoding one file can be spread over several macrotasks:
  * each piece's entries are stringified when added, and `finish` puts the payload's other fields around them and
  * encodes the text into the file at once (one buffer a file: many growing ones made V8 collect garbage more often,
@@ -101,8 +106,8 @@ export class FlatStateFileBuilder {
     this.entries += (piece.flat?.length ?? 0) / 3 + (piece.flatNamespaced?.length ?? 0) / 4;
   }
 
-  /** The file, with `operator` as the payload's operator state. */
-  finish(operator: unknown): Uint8Array {
+  /** The file, with `operator` as the payload's operator state; `setAside` counts the values its markers refer to (version 3). */
+  finish(operator: unknown, setAside = 0): Uint8Array {
     const parts: string[] = [`{"uid":${JSON.stringify(this.uid)},"keyed":{"states":${JSON.stringify(this.states)},"keyGroups":[]`];
     const list = (name: string, items: string[]) => {
       if (items.length === 0) return;
@@ -121,17 +126,17 @@ export class FlatStateFileBuilder {
     for (let i = 0; i < parts.length; i++) {
       const { read, written } = encoder.encodeInto(parts[i]!, file.subarray(at));
       at += written;
-      if (read !== parts[i]!.length) return withHeader(parts.map((part) => encoder.encode(part)));
+      if (read !== parts[i]!.length) return withHeader(parts.map((part) => encoder.encode(part)), setAside);
     }
     const body = file.subarray(MAX_HEADER, at);
-    const header = encoder.encode(headerLine('state', 2, body, 0));
+    const header = encoder.encode(headerLine('state', stateVersion(true, setAside), body, setAside));
     file.set(header, MAX_HEADER - header.length);
     return file.subarray(MAX_HEADER - header.length, at);
   }
 }
 
-/** A version-2 state file of a body given in pieces of UTF-8 (text that is not all ASCII). */
-function withHeader(pieces: Uint8Array[]): Uint8Array {
+/** A state file of unbucketed entries whose body is given in pieces of UTF-8 (text that is not all ASCII). */
+function withHeader(pieces: Uint8Array[], setAside: number): Uint8Array {
   const length = pieces.reduce((sum, piece) => sum + piece.length, 0);
   const file = new Uint8Array(MAX_HEADER + length);
   let at = MAX_HEADER;
@@ -140,7 +145,7 @@ function withHeader(pieces: Uint8Array[]): Uint8Array {
     at += piece.length;
   }
   const body = file.subarray(MAX_HEADER);
-  const header = encoder.encode(headerLine('state', 2, body, 0));
+  const header = encoder.encode(headerLine('state', stateVersion(true, setAside), body, setAside));
   file.set(header, MAX_HEADER - header.length);
   return file.subarray(MAX_HEADER - header.length);
 }

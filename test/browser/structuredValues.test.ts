@@ -2,7 +2,7 @@
 // values rather than superjson inside it, restored exactly; savepoints stay self-contained.
 import { createStore, get, set } from 'idb-keyval';
 import { describe, expect, it } from 'vitest';
-import { collect, createJob, keyBy, process, readSavepoint, valueState, type CheckpointStorage, type Collector, type Source } from 'weir';
+import { collect, createJob, forEach, fromArray, keyBy, process, readSavepoint, valueState, type CheckpointStorage, type Collector, type Source } from 'weir';
 import { indexedDbCheckpointStorage } from 'weir/browser';
 import { CHUNK, pausableSource } from '../checkpoint/jobFixtures';
 import { freshDbName } from './idbFixtures';
@@ -138,6 +138,45 @@ describe('rich state values in IndexedDB checkpoints', () => {
     const result = await visitsJob(storage, paused.source, rest).start({ restore: 'latest' }).done;
     expect(result.restoredFrom).toBe('visits/chk-1');
     expect([...out.values.slice(0, 20), ...rest.values]).toEqual(await uninterrupted());
+  });
+
+  it('are numbered across the pieces of a large state and its files, and read back exactly', async () => {
+    // More keys than one state file holds (131 072 entries), each file built from several pieces: a rich value
+    // every 7th key, the rest plain JSON, so the markers of every piece must point into their own file's list.
+    const keys = 140_000;
+    const richAt = (n: number) => n % 7 === 3;
+    const valueOf = (n: number) => (richAt(n) ? { n, at: new Date(1_700_000_000_000 + n), tags: new Set([`t${n % 5}`]) } : { n, tag: `t${n % 5}` });
+    const latest = valueState<unknown>('latest');
+    const dbName = freshDbName();
+    const storage = indexedDbCheckpointStorage({ dbName });
+    const job = createJob({ name: 'large', checkpoints: { storage, retain: 1 } });
+    job.source(fromArray(Array.from({ length: keys }, (_, n) => n)), { uid: 'numbers' }).pipe(
+      keyBy((n: number) => `k${n}`),
+      process<number, never>({ onElement: (n, ctx) => ctx.state(latest).update(valueOf(n)) }, { uid: 'latest' }),
+      forEach(() => undefined),
+    );
+    const result = await job.start().done;
+    const path = result.checkpoints.at(-1)!.path;
+
+    const dir = path.slice(`indexeddb://${dbName}/`.length);
+    const files = createStore(dbName, 'files');
+    const stateFiles = (await storage.list(dir)).filter((name) => name.startsWith('latest.'));
+    expect(stateFiles.length).toBeGreaterThan(1);
+    let setAside = 0;
+    for (const name of stateFiles) {
+      const record = (await get(`${dir}/${name}`, files)) as { data: Blob; values: unknown[] };
+      expect((await record.data.text()).split('\n')[0]).toMatch(new RegExp(`"version":3.*"values":${record.values.length}\\}`));
+      setAside += record.values.length;
+    }
+    expect(setAside).toBe(Array.from({ length: keys }, (_, n) => n).filter(richAt).length);
+
+    const reader = await readSavepoint(storage, path);
+    let read = 0;
+    for await (const [key, value] of reader.keyedState('latest', 'latest')) {
+      expect(value).toEqual(valueOf(Number((key as string).slice(1))));
+      read++;
+    }
+    expect(read).toBe(keys);
   });
 
   it('fall back to superjson beside the file when structured clone refuses a value (a function)', async () => {
