@@ -375,6 +375,7 @@ export class CheckpointCoordinator {
         // less per checkpoint, and a restore finds no state for it, which is the same.
         if (state.keyed === undefined || range === undefined) written = operator === undefined ? true : await write(stateFileName(uid, subtask, undefined), null, { uid, operator });
         else {
+          // eslint-disable-next-line @typescript-eslint/unbound-method -- called below with `.call(state.keyed, …)`
           const changes = pending.base ? state.keyed.materializeChangeChunks : undefined;
           const fileEntries = this.options.chunkEntries ?? CHUNK_ENTRIES;
           // Rich values go beside the file where the storage clones them, but never into a savepoint, which stays self-contained.
@@ -756,7 +757,7 @@ export class CheckpointCoordinator {
               cause: reason,
             });
     pending.reject(error);
-    const stats = this.report(pending, status, error as Error, 0);
+    const stats = this.report(pending, status, error, 0);
     if (!subsumed) this.recordFailure(stats);
     // Operators still aligning for it release what they hold.
     pending.participants.injectCancel(pending.id);

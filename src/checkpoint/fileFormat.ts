@@ -195,9 +195,10 @@ export function checkFile(kind: FileKind, bytes: Uint8Array, name: string, value
   const corrupt = (what: string) => corruptFile(name, what);
   const end = bytes.subarray(0, MAX_HEADER).indexOf(NEWLINE);
   if (end < 0) throw corrupt('no weir header');
-  let header: { weir?: unknown; version?: unknown; length?: unknown; crc32?: unknown; values?: unknown };
+  type Header = { weir?: unknown; version?: unknown; length?: unknown; crc32?: unknown; values?: unknown };
+  let header: Header;
   try {
-    header = JSON.parse(decoder.decode(bytes.subarray(0, end)));
+    header = JSON.parse(decoder.decode(bytes.subarray(0, end))) as Header;
   } catch {
     throw corrupt('unreadable weir header');
   }

@@ -202,7 +202,7 @@ export async function loadLatestCheckpoint(
           ? `falling back to checkpoint ${older}`
           : `no older checkpoint is left: none of the job's complete checkpoints (${ids.map((n) => `chk-${n}`).join(', ')}) can be restored, so the job ` +
             'starts fresh, without their state (stop it and repair or restore a savepoint if that state matters)';
-      warn(`checkpoint ${id} of job '${job}' cannot be restored (${(error as Error).message}); ${next}`);
+      warn(`checkpoint ${id} of job '${job}' cannot be restored (${(error).message}); ${next}`);
     }
   }
   return undefined;

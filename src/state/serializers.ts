@@ -27,7 +27,7 @@ export function superjsonSerializer<T>(): Serializer<T> {
     id: 'superjson',
     version: 1,
     encode: (value) => serializeRich(value),
-    decode: (encoded) => superjson.deserialize(encoded as Parameters<typeof superjson.deserialize>[0]) as T,
+    decode: (encoded) => superjson.deserialize<T>(encoded as Parameters<typeof superjson.deserialize>[0]),
   };
 }
 
@@ -47,7 +47,7 @@ export function autoSerializer<T>(): Serializer<T> {
     decode: (encoded) => {
       if (encoded instanceof SetAsideValue) return encoded.value as T;
       return encoded !== null && typeof encoded === 'object' && RICH in encoded
-        ? (superjson.deserialize((encoded as Record<string, Parameters<typeof superjson.deserialize>[0]>)[RICH]!) as T)
+        ? superjson.deserialize<T>((encoded as Record<string, Parameters<typeof superjson.deserialize>[0]>)[RICH]!)
         : (encoded as T);
     },
   };
@@ -68,7 +68,7 @@ function isPlainJson(value: unknown, depth: number): boolean {
         for (let i = 0; i < value.length; i++) if (!isPlainJson(value[i], depth + 1)) return false;
         return true;
       }
-      const proto = Object.getPrototypeOf(value);
+      const proto: unknown = Object.getPrototypeOf(value);
       if (proto !== Object.prototype && proto !== null) return false;
       for (const key in value) {
         if (key === RICH || key === ASIDE || key === '__proto__') return false;

@@ -2,7 +2,7 @@ import { createStore, get, promisifyRequest, set } from 'idb-keyval';
 import superjson from 'superjson';
 import { CheckpointCorruptedError, CheckpointNotFoundError, JobDefinitionError, StorageQuotaExceededError } from '../core/errors.js';
 import type { CheckpointStorage } from '../core/types.js';
-import { directoryPrefix, normalizePath } from '../storage/storagePaths.js';
+import { directoryPrefix, normalizePath } from './storagePaths.js';
 
 /** The one object store of a weir database: file paths as keys, file contents (a `Blob` each) as values. */
 const STORE = 'files';
@@ -111,7 +111,7 @@ function childrenOf(store: IDBObjectStore, prefix: string): Promise<string[]> {
   return new Promise((resolve, reject) => {
     const children = new Set<string>();
     const request = store.openKeyCursor(prefix === '' ? null : under(prefix));
-    request.onerror = () => reject(request.error);
+    request.onerror = () => reject(request.error ?? new Error(`IndexedDB: listing '${prefix}' failed`));
     request.onsuccess = () => {
       const cursor = request.result;
       if (!cursor) {
