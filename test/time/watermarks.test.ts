@@ -35,6 +35,14 @@ describe('assignTimestamps', () => {
     expect(out).toEqual([`a@5 wm=${Number.NEGATIVE_INFINITY}`, 'a@3 wm=2', 'a@10 wm=2', 'a@8 wm=7', 'a@12 wm=7']);
   });
 
+  it('forwards each watermark, in order, through chained operators that handle watermarks themselves', async () => {
+    const relay = (uid: string) => process<Ev, Ev>({ onElement: (e, _ctx, out) => out.emit(e) }, { uid });
+    const out = await runOut([ev('a', 5), ev('a', 3), ev('a', 10), ev('a', 8), ev('a', 12)], (flow) =>
+      flow.pipe(assignTimestamps((e: Ev) => e.t, { outOfOrderness: 2, interval: 0 }), keyBy((e: Ev) => e.k), relay('relay-1'), keyBy((e: Ev) => e.k), relay('relay-2'), keyBy((e: Ev) => e.k), observe()),
+    );
+    expect(out).toEqual([`a@5 wm=${Number.NEGATIVE_INFINITY}`, 'a@3 wm=2', 'a@10 wm=2', 'a@8 wm=7', 'a@12 wm=7']);
+  });
+
   it('emits watermarks periodically on the job scheduler with an interval', async () => {
     const scheduler = new VirtualTimeScheduler();
     const arrivals = [0, 5, 12, 15, 25, 40];
