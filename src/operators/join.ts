@@ -33,8 +33,8 @@ export function join<A, B, R>(left: Flow<A>, right: Flow<B>, options: JoinOption
   // so the same checkpointing, lateness and timestamps as any window.
   const tagged = unionWith<Tagged>(
     { uid: uid && `${uid}-inputs` },
-    left.pipe(map((value): Tagged => ({ side: 0, value }))),
-    right.pipe(map((value): Tagged => ({ side: 1, value }))),
+    (left as Flow<A>).pipe(map((value: A): Tagged => ({ side: 0, value }))),
+    (right as Flow<B>).pipe(map((value: B): Tagged => ({ side: 1, value }))),
   );
   return tagged.pipe(
     keyBy((t: Tagged): Key => (t.side === 0 ? leftKey(t.value) : rightKey(t.value))),

@@ -4,7 +4,8 @@ import type { TaskContext } from '../core/graph.js';
 import { keyGroupOf } from '../core/keyGroups.js';
 import type { AnyStateDescriptor, Json, Key, KeyedStateBackend } from '../core/types.js';
 import { checkKey } from '../state/keyCodec.js';
-import { operate, requireKeyed, type OperatorHandler } from './operate.js';
+import { operate, requireKeyed } from './operate.js';
+import type { OperatorHandler } from './operatorSpec.js';
 
 /** A keyed operator's handler: `onRecord` runs with the record's key current; operator state joins the snapshot. */
 export type KeyedHandler<T> = Omit<OperatorHandler<T>, 'onBarrier'> & {
@@ -42,7 +43,7 @@ export function checkStates(kind: string, states: unknown, keyed: boolean): read
   if (!Array.isArray(states) || !states.every(isDescriptor)) {
     throw new JobDefinitionError(`${kind}: states must be an array of state descriptors (valueState(…), mapState(…), …)`);
   }
-  return states;
+  return states as readonly AnyStateDescriptor[];
 }
 
 /**

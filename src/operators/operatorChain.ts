@@ -3,7 +3,7 @@ import { DirectObservable, endOnce, subscribeTo, type ClosableObserver, type Dir
 import { CheckpointBarrier, ControlElement, SideOutputElement, Watermark, type StreamElement } from '../core/elements.js';
 import type { TaskContext } from '../core/graph.js';
 import { userFunctionFailure } from '../core/userFunctionFailure.js';
-import type { OperatorHandler, OperatorSpec } from './operate.js';
+import type { OperatorHandler, OperatorSpec } from './operatorSpec.js';
 
 /** One operator of a chain: its spec and the task it runs as. */
 export interface ChainedOperator {
@@ -91,6 +91,7 @@ function linkOperator(
   // Once the chain failed or was torn down, nothing more reaches the operators after this one. The functions a
   // record goes through are read once here: this code is shared by every operator of every job, so a property read
   // per record would be megamorphic (handlers are closures and never use `this`).
+  // eslint-disable-next-line @typescript-eslint/unbound-method -- see above: observers here never use `this`
   const { next: sendOn } = downstream;
   const out = (element: StreamElement<unknown>) => {
     if (!end.closed) sendOn(element);
@@ -104,6 +105,7 @@ function linkOperator(
     return undefined;
   }
   const active = handler;
+  // eslint-disable-next-line @typescript-eslint/unbound-method -- handlers are closures (see above)
   const { onRecord } = active;
   const forwardTo = (element: ControlElement) => () => out(element);
   // Every handler forwards a watermark from within its onWatermark (timers fire first, then it moves on), so one

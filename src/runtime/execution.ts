@@ -11,7 +11,7 @@ import type { JobGraph } from '../core/jobGraph.js';
 import { DirectObservable, subscribeTo } from '../task/directObservable.js';
 import { fanOut } from '../task/fanOut.js';
 import { SourceRunner } from '../task/sourceRunner.js';
-import type { OperatorSpec } from '../operators/operate.js';
+import type { OperatorSpec } from '../operators/operatorSpec.js';
 import { OperatorChain } from '../operators/operatorChain.js';
 import type { Json, KeyGroupRange, KeyedStateBackend, Scheduler, SinkWriter, SourceReader, StateBackend, StateClock } from '../core/types.js';
 

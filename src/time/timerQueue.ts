@@ -30,7 +30,7 @@ export class TimerQueue {
     else {
       let namespaces = this.byTime.get(time);
       if (namespaces === undefined) {
-        this.byTime.set(time, (namespaces = new Map()));
+        this.byTime.set(time, (namespaces = new Map<string, Set<Key>>()));
         this.push(time);
       }
       keys = namespaces.get(namespace);

@@ -114,7 +114,7 @@ export class HeapMapState<K, V> extends HeapState<Map<K, V>> implements MapState
     const stateKey = this.key();
     const table = this.writeTable();
     let map = table.mutable(stateKey);
-    if (map === undefined) table.set(stateKey, (map = new Map()));
+    if (map === undefined) table.set(stateKey, (map = new Map<K, V>()));
     for (const [key, value] of checked) map.set(key, value);
   }
 

@@ -1,0 +1,37 @@
+import type { CheckpointBarrier, SideOutputElement, Watermark } from '../core/elements.js';
+import type { TaskContext } from '../core/graph.js';
+import type { AnyStateDescriptor } from '../core/types.js';
+
+// What a one-input operator is to the runtime: its description (OperatorSpec) and, per attempt, its handler. Apart from
+// operate.ts, which adds operators to a graph, so that the chain that runs them needs only this.
+
+/** How an operator handles elements for one attempt; everything but `onRecord` is optional. */
+export interface OperatorHandler<T> {
+  onRecord(value: T): void;
+  /** Stateful operators capture their state here; the default forwards the barrier. */
+  onBarrier?(barrier: CheckpointBarrier, forward: () => void): void;
+  /** Operators with event-time timers fire them here; the default forwards the watermark. */
+  onWatermark?(watermark: Watermark, forward: () => void): void;
+  /** Side-output readers take their records here; every other operator drops side-output records. */
+  onSideOutput?(element: SideOutputElement): void;
+  onComplete?(): void;
+  /** The attempt is over: cancel timers and other resources. */
+  dispose?(): void;
+}
+
+export interface OperatorSpec<T, R> {
+  kind: string;
+  uid?: string;
+  stateful?: boolean;
+  /** Whether the output carries timestamps; the input's by default. */
+  timestamped?: boolean;
+  /** Parallel instances of a keyed operator (each acknowledges checkpoints on its own). */
+  parallelism?: number;
+  /** Keyed states the operator declares, registered in each instance's backend before any record. */
+  states?: readonly AnyStateDescriptor[];
+  /**
+   * Called once per attempt when the operator is subscribed; `emit` sends a record downstream, `fail` fails the
+   * attempt from callbacks that run outside record processing (timers).
+   */
+  setup(task: TaskContext, emit: (value: R) => void, fail: (error: unknown) => void): OperatorHandler<T>;
+}
