@@ -1,16 +1,15 @@
 import { CheckpointCoordinator } from '../checkpoint/coordinator.js';
-import { completedCheckpointIds, loadCheckpoint, loadLatestCheckpoint, type LoadedCheckpoint } from '../checkpoint/loadCheckpoint.js';
-import { checkpointDir } from '../checkpoint/layout.js';
 import { heapStateBackend } from '../state/heap/heapStateBackend.js';
 import { memoryCheckpointStorage } from '../storage/memoryCheckpointStorage.js';
 import { asyncScheduler } from 'rxjs';
 import { checkOptions } from '../core/checkOptions.js';
-import { CheckpointCorruptedError, CheckpointNotFoundError, JobDefinitionError, NonRestoredStateError, StateMigrationError } from '../core/errors.js';
+import { JobDefinitionError } from '../core/errors.js';
 import { Flow } from '../core/flow.js';
 import type { CheckpointMode } from '../core/graph.js';
 import { JobGraph } from '../core/jobGraph.js';
 import { DEFAULT_MAX_PARALLELISM } from '../core/keyGroups.js';
 import { restartStrategy, type RestartStrategy, type RestartStrategyOptions } from './restartStrategy.js';
+import { RestoreSelection, type RestoreFrom } from './restoreSelection.js';
 import { RunningJob } from './runningJob.js';
 import type { CheckpointStorage, Scheduler, Source, StateBackend } from '../core/types.js';
 import { DEFAULT_CHUNK_SIZE } from '../core/yieldToEventLoop.js';
@@ -107,8 +106,7 @@ export interface StartOptions {
    * there is none); the path of a `chk-<id>` directory (relative to the storage root, or absolute on disk); or a
    * savepoint, `{ savepoint: path }`, in the checkpoint storage or in `storage`.
    */
-  // eslint-disable-next-line @typescript-eslint/no-redundant-type-constituents -- 'latest' is spelled out for readers and editors' completion
-  restore?: 'latest' | string | { savepoint: string; storage?: CheckpointStorage };
+  restore?: RestoreFrom;
   /** Restore even when saved state names operators this job no longer has; that state is dropped. */
   allowNonRestoredState?: boolean;
 }
@@ -212,8 +210,8 @@ export class Job {
           ...(checkpoints?.incremental ? { incremental: { fullEvery: checkpoints.fullEvery ?? 10 } } : {}),
         })
       : undefined;
-    /** The storage of the checkpoint or savepoint the run started from. */
-    let startStorage: CheckpointStorage | undefined;
+    const uids = new Set(this.graph.nodes.map((node) => node.uid));
+    const selection = new RestoreSelection({ job: name, storage, coordinator, retain, maxParallelism, uids, onWarning });
     this.running = new RunningJob({
       job: name,
       scheduler,
@@ -232,43 +230,8 @@ export class Job {
         coordinator,
         alignment: { mode: checkpoints?.mode ?? 'exactly-once', alignedTimeout: checkpoints?.alignedTimeout },
       },
-      restoreAtStart: async () => {
-        if (options.restore !== undefined && !storage) {
-          throw new JobDefinitionError(`job '${name}' cannot restore: it has checkpointing off; pass the checkpoints option with the storage to restore from`);
-        }
-        if (!storage || !coordinator) return undefined;
-        const restore = options.restore;
-        if (typeof restore === 'object') startStorage = restore.storage ?? storage;
-        const restored =
-          restore === undefined
-            ? undefined
-            : restore === 'latest'
-              ? await loadLatestCheckpoint(storage, name, onWarning)
-              : typeof restore === 'string'
-                ? await loadCheckpoint(storage, restore, name)
-                : await loadCheckpoint(startStorage!, restore.savepoint, name);
-        if (restored) this.checkOperatorsMatch(restored, options.allowNonRestoredState ?? false);
-        await coordinator.recover(await completedCheckpointIds(storage, name));
-        return restored;
-      },
-      restoreAfterFailure: async (startedFrom) => {
-        if (!storage || !coordinator) return undefined;
-        const candidates: [CheckpointStorage, string][] = coordinator.history
-          .filter((stats) => stats.kind === 'checkpoint')
-          .slice(-retain)
-          .reverse()
-          .map((stats) => [storage, checkpointDir(name, stats.id)]);
-        if (startedFrom) candidates.push([startStorage ?? storage, startedFrom.path]);
-        for (const [from, dir] of candidates) {
-          try {
-            return await loadCheckpoint(from, dir, name);
-          } catch (error) {
-            if (!(error instanceof CheckpointCorruptedError || error instanceof CheckpointNotFoundError)) throw error;
-            onWarning(`restart: checkpoint ${dir} cannot be restored (${(error).message}); trying an older one`);
-          }
-        }
-        return undefined;
-      },
+      restoreAtStart: () => selection.atStart(options.restore, options.allowNonRestoredState ?? false),
+      restoreAfterFailure: (startedFrom) => selection.afterFailure(startedFrom),
     });
     const ended = (error: unknown) => {
       for (const node of this.graph.nodes) {
@@ -278,26 +241,6 @@ export class Job {
     };
     this.running.done.then(() => ended(undefined), ended);
     return this.running;
-  }
-
-  private checkOperatorsMatch(restored: LoadedCheckpoint, allowNonRestoredState: boolean): void {
-    const maxParallelism = this.options.maxParallelism ?? DEFAULT_MAX_PARALLELISM;
-    if (restored.metadata.maxParallelism !== maxParallelism) {
-      // Keyed state is organised by key group: another number of groups would send keys to other groups.
-      throw new StateMigrationError(
-        `${restored.path} was taken with maxParallelism ${restored.metadata.maxParallelism}, this job has ${maxParallelism}; ` +
-          `maxParallelism is fixed once state exists: set it to ${restored.metadata.maxParallelism} (parallelism may change)`,
-      );
-    }
-    const uids = new Set(this.graph.nodes.map((node) => node.uid));
-    const missing = Array.from(restored.states.keys()).filter((uid) => !uids.has(uid));
-    if (missing.length > 0 && !allowNonRestoredState) {
-      throw new NonRestoredStateError(
-        `checkpoint ${restored.path} holds state for operators this job does not have: ${missing.map((uid) => `'${uid}'`).join(', ')}; ` +
-          'give those operators back their uids, or start with allowNonRestoredState: true to drop that state',
-        { checkpoint: restored.path, uids: missing },
-      );
-    }
   }
 }
 
