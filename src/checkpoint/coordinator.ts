@@ -494,9 +494,11 @@ export class CheckpointCoordinator {
           await writing?.catch(() => undefined);
           return false;
         }
-        if (file.entries >= fileEntries) values = [];
+        // A full file takes no more pieces: the next one is materialised into the next file's list.
+        const full = file.entries >= fileEntries;
+        if (full) values = [];
         next = materialize();
-        if (next.done || values !== fileValues) break;
+        if (next.done || full) break;
       }
       const single = index === 0 && next.done === true;
       const name = single ? stateFileName(uid, subtask, range) : `${stateFileName(uid, subtask, { start: fileRange[0], end: fileRange[1] })}.${index}`;
