@@ -8,15 +8,19 @@ import { weirAliases } from './weirAliases';
 
 const src = (path: string) => fileURLToPath(new URL(`./src/${path}`, import.meta.url));
 
+/** Tests that need a browser (IndexedDB): they run in headless Chromium only. */
+const browserOnlyTests = ['test/browser/**', 'test/storage/indexedDbCheckpointStorage.test.ts'];
+
 /**
  * Tests that run in headless Chromium as well as in Node: the browser-only ones, and isomorphic ones that import
  * nothing from `node:` or 'weir/node'. A test that needs Node stays out of this list.
  */
 const browserTests = [
   'test/browser/**/*.test.ts',
+  'test/storage/indexedDbCheckpointStorage.test.ts',
   'test/state/heapStateBackend.test.ts',
   'test/storage/memoryCheckpointStorage.test.ts',
-  'test/core/operators.test.ts',
+  'test/operators/operators.test.ts',
 ];
 
 function browserProject(): TestProjectInlineConfiguration[] {
@@ -87,7 +91,7 @@ export default defineConfig({
     projects: [
       {
         extends: true,
-        test: { name: 'node', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, 'test/browser/**'] },
+        test: { name: 'node', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, ...browserOnlyTests] },
       },
       ...browserProject(),
     ],

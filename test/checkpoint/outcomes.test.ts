@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { CheckpointAbortedError, collect, createJob, keyBy, memoryCheckpointStorage, reduce, type CheckpointStorage, type RunningJob } from 'weir';
 import { deferred } from '../support/deferred';
 import { advanceTo } from '../support/virtualTime';
-import { records, scripted, settle, unionSumJob, until, type Rec } from '../multi/fixtures';
+import { records, scripted, settle, unionSumJob, until, type Rec } from '../support/unionJob';
 
 const never = () => new Promise<void>(() => undefined);
 

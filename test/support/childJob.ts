@@ -1,4 +1,4 @@
-// Machinery shared by the tests that run a job in a child process and kill it with SIGKILL (test/node/crash.test.ts,
+// Machinery shared by the tests that run a job in a child process and kill it with SIGKILL (test/faults/crash.test.ts,
 // test/faults/killCampaign.test.ts): bundling the child, running it with a kill schedule, the kill-and-restart cycles,
 // and a readable description of an output mismatch.
 import { spawn } from 'node:child_process';

@@ -19,7 +19,7 @@ import {
 import { decodeFile } from '../../src/checkpoint/fileFormat';
 import { deferred } from '../support/deferred';
 import { advanceTo } from '../support/virtualTime';
-import { records, scripted, settle, unionSumJob, until, type Rec } from './fixtures';
+import { records, scripted, settle, unionSumJob, until, type Rec } from '../support/unionJob';
 
 const never = () => new Promise<void>(() => undefined);
 const INPUT = records(20, 4);

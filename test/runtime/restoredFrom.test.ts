@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { fromArray, memoryCheckpointStorage, type RunningJob } from 'weir';
 import { fsCheckpointStorage } from 'weir/node';
-import { expectedSums, failingAt, pausableSource, readings, skippingScheduler, sumsJob } from './fixtures';
+import { expectedSums, failingAt, pausableSource, readings, skippingScheduler, sumsJob } from '../checkpoint/fixtures';
 
 let dir: string;
 beforeEach(async () => {

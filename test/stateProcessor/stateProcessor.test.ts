@@ -18,7 +18,7 @@ import {
 } from 'weir';
 import { fsCheckpointStorage } from 'weir/node';
 import { readCheckpointEntries } from '../../src/inspector/readStateEntries';
-import { events, outputs, pausableSource, rescaleJob, tempDir, type Ev } from './fixtures';
+import { events, outputs, pausableSource, rescaleJob, tempDir, type Ev } from '../support/savepointFixtures';
 
 let dir: string;
 let cleanup: () => Promise<void>;

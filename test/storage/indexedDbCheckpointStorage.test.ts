@@ -2,8 +2,8 @@ import { clear, createStore, set } from 'idb-keyval';
 import { describe, expect, it } from 'vitest';
 import { CheckpointCorruptedError, CheckpointNotFoundError, JobDefinitionError, StorageQuotaExceededError } from 'weir';
 import { indexedDbCheckpointStorage } from 'weir/browser';
-import { describeCheckpointStorage } from '../storage/checkpointStorage.conformance';
-import { freshDbName, storageWithQuota } from './idbFixtures';
+import { describeCheckpointStorage } from './checkpointStorage.conformance';
+import { freshDbName, storageWithQuota } from '../browser/idbFixtures';
 
 const bytes = (text: string) => new TextEncoder().encode(text);
 const text = (data: Uint8Array) => new TextDecoder().decode(data);

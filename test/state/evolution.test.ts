@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { collect, createJob, fromArray, keyBy, listState, process, StateMigrationError, valueState, type Key, type StateBackend, type StateDescriptor } from 'weir';
 import { fsCheckpointStorage, lmdbStateBackend } from 'weir/node';
-import { pausableSource, tempDir } from './fixtures';
+import { pausableSource, tempDir } from '../support/savepointFixtures';
 
 let dir: string;
 let cleanup: () => Promise<void>;

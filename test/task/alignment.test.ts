@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { collect, createJob, keyBy, memoryCheckpointStorage, reduce, union, type CheckpointMode, type CheckpointStats, type RunningJob } from 'weir';
 import { deferred } from '../support/deferred';
 import { advanceTo } from '../support/virtualTime';
-import { finalByKey, records, scripted, sumsOf, unionSumJob, until, type Rec } from './fixtures';
+import { finalByKey, records, scripted, sumsOf, unionSumJob, until, type Rec } from '../support/unionJob';
 
 const A = records(40, 5, 0);
 const B = records(40, 5, 1000);

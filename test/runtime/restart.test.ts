@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { JobDefinitionError, collect, createJob, fromArray, map, memoryCheckpointStorage, type CheckpointStorage, type Flow } from 'weir';
 import { fsCheckpointStorage } from 'weir/node';
-import { expectedSums, failingAt, list, pausableSource, readings, restartFromLatestCheckpoint, skippingScheduler, sumsJob, userFunctionError, type Reading } from './fixtures';
+import { expectedSums, failingAt, list, pausableSource, readings, restartFromLatestCheckpoint, skippingScheduler, sumsJob, userFunctionError, type Reading } from '../checkpoint/fixtures';
 
 describe('restart strategies', () => {
   let dir: string;

@@ -8,7 +8,7 @@ import { CheckpointCorruptedError, CheckpointNotFoundError, JobDefinitionError, 
 import { fsCheckpointStorage } from 'weir/node';
 // Internal, to write a `_metadata` that passes its checksum but lists a bad file: what a broken tool could leave.
 import { decodeFile, encodeFile } from '../../src/checkpoint/fileFormat';
-import { expectedSums, pausableSource, readings, sumsJob } from './fixtures';
+import { expectedSums, pausableSource, readings, sumsJob } from '../checkpoint/fixtures';
 
 let dir: string;
 beforeEach(async () => {

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { StateMigrationError, collect, createJob, fromArray, listState, process, type ProcessContext, type Redistribution, type Source } from 'weir';
 import { fsCheckpointStorage } from 'weir/node';
-import { pausableSource, tempDir } from './fixtures';
+import { pausableSource, tempDir } from '../support/savepointFixtures';
 
 let dir: string;
 let cleanup: () => Promise<void>;

@@ -4,7 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { payloadEntries } from '../support/payloadEntries';
 import { fromArray, keyGroupOf, keyGroupRangeFor, type KeyedStatePayload } from 'weir';
 import { fsCheckpointStorage } from 'weir/node';
-import { byKeyThenN, events, outputs, pausableSource, readWeirFile, rescaleJob, tempDir } from './fixtures';
+import { byKeyThenN, events, outputs, pausableSource, readWeirFile, rescaleJob, tempDir } from '../support/savepointFixtures';
 
 let dir: string;
 let cleanup: () => Promise<void>;

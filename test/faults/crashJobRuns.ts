@@ -1,4 +1,4 @@
-// What the crash tests (crash.test.ts, crashIncremental.test.ts) share: the keyed count of test/node/fixtures/crashJob.ts
+// What the crash tests (crash.test.ts, crashIncremental.test.ts) share: the keyed count of test/faults/fixtures/crashJob.ts
 // bundled once, its input written once, and runs of it in a directory of their own.
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -20,7 +20,7 @@ export function crashJobRuns(prefix: string, { records, users, work, env = {} }:
   let bundle: BundledFixture | undefined;
   beforeAll(async () => {
     base = await mkdtemp(join(tmpdir(), prefix));
-    bundle = await bundleFixture(join(ROOT, 'test/node/fixtures/crashJob.ts'));
+    bundle = await bundleFixture(join(ROOT, 'test/faults/fixtures/crashJob.ts'));
     let input = '';
     for (let i = 0; i < records; i++) input += `{"user":"u${i % users}","n":1}\n`;
     await writeFile(join(base, 'input.jsonl'), input);

@@ -15,7 +15,7 @@ import {
   type StateBackend,
 } from 'weir';
 import { fsCheckpointStorage, lmdbStateBackend } from 'weir/node';
-import { byKeyThenN, events, outputs, pausableSource, rescaleJob, snapshotTree, tempDir, type Ev } from './fixtures';
+import { byKeyThenN, events, outputs, pausableSource, rescaleJob, snapshotTree, tempDir, type Ev } from '../support/savepointFixtures';
 
 let dir: string;
 let cleanup: () => Promise<void>;
