@@ -7,10 +7,23 @@ import { describeCheckpointStorage } from './checkpointStorage.conformance';
 
 const freshDir = () => mkdtemp(join(tmpdir(), 'weir-fs-storage-'));
 
-describeCheckpointStorage('fs', async () => {
-  const dir = await freshDir();
-  return { storage: fsCheckpointStorage(dir), cleanup: () => rm(dir, { recursive: true, force: true }) };
-});
+describeCheckpointStorage(
+  'fs',
+  async () => {
+    const dir = await freshDir();
+    return { storage: fsCheckpointStorage(dir), cleanup: () => rm(dir, { recursive: true, force: true }) };
+  },
+  { writeStructured: false, lock: true },
+);
+
+describeCheckpointStorage(
+  'fs without a lock',
+  async () => {
+    const dir = await freshDir();
+    return { storage: fsCheckpointStorage(dir, { lock: false }), cleanup: () => rm(dir, { recursive: true, force: true }) };
+  },
+  { writeStructured: false, lock: false },
+);
 
 describe('fsCheckpointStorage', () => {
   let dir: string;

@@ -8,10 +8,14 @@ import { freshDbName, storageWithQuota } from '../browser/idbFixtures';
 const bytes = (text: string) => new TextEncoder().encode(text);
 const text = (data: Uint8Array) => new TextDecoder().decode(data);
 
-describeCheckpointStorage('IndexedDB', async () => {
-  const dbName = freshDbName();
-  return { storage: indexedDbCheckpointStorage({ dbName }), cleanup: () => clear(createStore(dbName, 'files')) };
-});
+describeCheckpointStorage(
+  'IndexedDB',
+  async () => {
+    const dbName = freshDbName();
+    return { storage: indexedDbCheckpointStorage({ dbName }), cleanup: () => clear(createStore(dbName, 'files')) };
+  },
+  { writeStructured: true, lock: false },
+);
 
 describe('indexedDbCheckpointStorage', () => {
   it('is located at indexeddb://<dbName> and describes paths under it, which it also accepts as paths', async () => {
