@@ -1,0 +1,40 @@
+/**
+ * Where snapshot bytes are persisted. Paths are `/`-separated and relative to the storage's root. Implementations
+ * keep to these few methods; layout, formats, checksums and retention live above them, shared by every storage.
+ */
+export interface CheckpointStorage {
+  /** Human-readable root, used in messages (a directory, `memory`, a database name). */
+  readonly location: string;
+  /** Largest snapshot of one operator this storage accepts, in bytes (Flink's memory storage limit). */
+  readonly maxStateSize?: number;
+  /** Writes all bytes or nothing: a reader never sees a torn file. */
+  write(path: string, data: Uint8Array): Promise<void>;
+  /** Reads a file; rejects with `CheckpointNotFoundError` when it does not exist. */
+  read(path: string): Promise<Uint8Array>;
+  /**
+   * Optional, for storages that keep structured-clone values (IndexedDB): writes a state file with values kept
+   * beside its bytes, all or nothing. Checkpoints then set rich state values (Map, Set, Date, BigInt, …) aside for
+   * the storage to clone instead of encoding them with superjson; `readStructured` must give them back.
+   */
+  writeStructured?(path: string, data: Uint8Array, values: readonly unknown[]): Promise<void>;
+  /** With `writeStructured`: a file's bytes and the values kept beside them (none for a file written by `write`). */
+  readStructured?(path: string): Promise<{ data: Uint8Array; values: readonly unknown[] }>;
+  /** Names of the direct children of a directory (files and directories); empty when it does not exist. */
+  list(dir: string): Promise<string[]>;
+  /** Removes a file or a directory with everything under it; no error when it does not exist. */
+  remove(path: string): Promise<void>;
+  /** Where a path is, for users (an absolute path on disk); defaults to the path itself. */
+  describe?(path: string): string;
+  /**
+   * Optional: takes the exclusive lock of a job's directory for as long as a run of the job lasts, rejecting with
+   * `CheckpointDirectoryLockedError` while another live run holds it. Storages shared between processes (the file
+   * system) implement it; a lock left by a process that died must not block forever.
+   */
+  lock?(job: string): Promise<CheckpointLock>;
+}
+
+/** A held `CheckpointStorage.lock`. */
+export interface CheckpointLock {
+  /** Gives the lock up; a no-op once the lock was taken over or removed. */
+  release(): Promise<void>;
+}
