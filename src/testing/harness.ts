@@ -1,25 +1,14 @@
-import { Observable, Subject, Subscription, VirtualTimeScheduler, type SchedulerLike } from 'rxjs';
-import { BarrierAligner } from '../task/barrierAligner.js';
-import type { CheckpointMode } from '../core/graph.js';
+import { Observable, Subject, VirtualTimeScheduler } from 'rxjs';
 import type { CheckpointStats } from '../checkpoint/checkpointStats.js';
-import { CheckpointCoordinator, type CheckpointParticipants, type CoordinatorOptions } from '../checkpoint/coordinator.js';
 import { completedCheckpointIds } from '../checkpoint/loadCheckpoint.js';
-import {
-  CancelCheckpointMarker,
-  CheckpointBarrier,
-  ControlElement,
-  SideOutputElement,
-  Watermark,
-  type RecordTimestamp,
-  type StreamElement,
-} from '../core/elements.js';
+import { CancelCheckpointMarker, CheckpointBarrier, ControlElement, Watermark, type RecordTimestamp, type StreamElement } from '../core/elements.js';
 import { JobDefinitionError, UserFunctionError, WeirError } from '../core/errors.js';
 import { Execution } from '../runtime/execution.js';
 import { Flow } from '../core/flow.js';
 import type { GraphNode } from '../core/graph.js';
 import { JobGraph } from '../core/jobGraph.js';
 import { DEFAULT_MAX_PARALLELISM, keyGroupOf } from '../core/keyGroups.js';
-import type { Key, StateBackend, StateDescriptor } from '../core/types.js';
+import type { Key, StateDescriptor } from '../core/types.js';
 import type { OutputTag } from '../operators/sideOutput.js';
 import { sinkTo } from '../sinks/sinkTo.js';
 import { heapStateBackend } from '../state/heap/heapStateBackend.js';
@@ -27,62 +16,15 @@ import { memoryCheckpointStorage } from '../storage/memoryCheckpointStorage.js';
 import { LATE_DATA } from '../windows/windowOperator.js';
 import type { Window } from '../windows/windowTypes.js';
 import { advanceClock, harnessClock } from './harnessClock.js';
-import { HarnessInputError, SnapshotMismatchError } from './harnessErrors.js';
-import { readSnapshot, writeAndLoadSnapshot, type HarnessSnapshot } from './harnessSnapshot.js';
-import { recordingStateBackend, type RecordedBackend } from './recordingStateBackend.js';
-import { barrier, StreamRecord, type OutputElement } from './streamRecord.js';
-
-/**
- * A pipeline fragment: flows in, one flow out, built from weir operators exactly as in a job. One parameter per
- * input; `harness` counts them (or takes `options.inputs`).
- */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the inputs of a multi-input fragment have their own types
-export type Fragment<I, R> = (input: Flow<I>, ...more: Flow<any>[]) => Flow<R>;
-
-export interface HarnessOptions {
-  /** Number of inputs; the fragment's parameter count by default. */
-  inputs?: number;
-  /** Where working state lives; `heapStateBackend()` by default. `lmdbStateBackend({ path })` from 'weir/node' works alike. */
-  stateBackend?: StateBackend;
-  /**
-   * The processing-time clock: a `VirtualTimeScheduler` (a `TestScheduler` for marbles). A fresh one by default,
-   * moved by `setProcessingTime`.
-   */
-  scheduler?: VirtualTimeScheduler;
-  /** Processing time at start: 0 by default, or the restored snapshot's time. */
-  startTime?: number;
-  /** Key groups (default 128). */
-  maxParallelism?: number;
-  /** Instances of each keyed operator that does not say otherwise (default 1). */
-  parallelism?: number;
-  /**
-   * Whether pushed records carry event timestamps and pushed watermarks (default true). Set it to false for a
-   * fragment that begins with its own `assignTimestamps`.
-   */
-  timestamped?: boolean;
-  /** Barrier alignment at multi-input operators (default `'exactly-once'`). */
-  mode?: CheckpointMode;
-  /** Exactly-once only: an alignment older than this (ms of processing time) turns unaligned. */
-  alignedTimeout?: number;
-  /** Largest snapshot of one operator, in bytes (the memory checkpoint storage's limit, 5 MB by default). */
-  maxStateSize?: number;
-  /** Start from this snapshot, as a job restores a checkpoint. */
-  restore?: HarnessSnapshot;
-  /**
-   * A checkpoint not complete after this many ms of processing time is aborted (default 600 000, as in a job);
-   * `Infinity` never aborts (marble tests use it, since `TestScheduler.run` flushes every pending action).
-   */
-  checkpointTimeout?: number;
-  /** Restore even when the snapshot holds state of operators the fragment does not have; that state is dropped. */
-  allowNonRestoredState?: boolean;
-}
-
-/** A record an operator with several inputs holds while it aligns a checkpoint's barriers. */
-export interface HeldRecord {
-  readonly input: number;
-  readonly value: unknown;
-  readonly timestamp: number | undefined;
-}
+import { HarnessCoordinator } from './harnessCoordinator.js';
+import { HarnessInputError } from './harnessErrors.js';
+import type { Fragment, HarnessOptions, HeldRecord } from './harnessOptions.js';
+import { driveInputs } from './driveInputs.js';
+import { HarnessOutput } from './harnessOutput.js';
+import { checkSnapshotFits, readSnapshot, writeAndLoadSnapshot, type HarnessSnapshot } from './harnessSnapshot.js';
+import { HeldRecords } from './heldRecords.js';
+import { peekRecordedState, recordingStateBackend, type RecordedBackend } from './recordingStateBackend.js';
+import { StreamRecord, type OutputElement } from './streamRecord.js';
 
 const JOB = 'harness';
 const OUTPUT_UID = 'harness-output';
@@ -113,14 +55,12 @@ export class Harness<I, R> {
   private readonly maxParallelism: number;
   private readonly timestamped: boolean;
   private readonly storage = memoryCheckpointStorage();
-  private readonly coordinator: CheckpointCoordinator;
+  private readonly coordinator: HarnessCoordinator;
   private readonly graph: JobGraph;
   private readonly subjects: Subject<StreamElement<unknown>>[] = [];
   private readonly record: { slot: RecordTimestamp | undefined } = { slot: undefined };
   private readonly backends: RecordedBackend[] = [];
-  private readonly elements: OutputElement<R>[] = [];
-  private readonly sides = new Map<string, StreamRecord<unknown>[]>();
-  private readonly listeners = new Set<(element: OutputElement<R> | CheckpointBarrier) => void>();
+  private readonly emitted = new HarnessOutput<R>();
   private readonly watermarks: number[];
   private readonly ended: boolean[];
   /** Checkpoints started, by id: their barrier, the inputs it was pushed to, and their completion. */
@@ -128,9 +68,8 @@ export class Harness<I, R> {
   private readonly completed: HarnessSnapshot[] = [];
   /** Where the barrier the coordinator is injecting goes: every input (`snapshot()`), or one (`pushBarrier`). */
   private injectTo: number | 'all' = 'all';
-  /** A shadow of the alignment at a multi-input operator reading the inputs, to tell which records are held. */
-  private readonly shadow: BarrierAligner | undefined;
-  private readonly heldRecords: HeldRecord[] = [];
+  /** At a multi-input operator: the records its alignment holds. */
+  private readonly heldRecords: HeldRecords | undefined;
   private execution: Execution | undefined;
   private failure: { error: unknown } | undefined;
 
@@ -154,49 +93,23 @@ export class Harness<I, R> {
     const capture = this.graph.add({ kind: 'harness-capture', uid: 'harness-capture', role: 'operator', stateful: false, inputs: [out.node], build: (_task, [up]) => this.capture(up!) });
     sinkTo({ name: 'harness', open: () => ({ write: () => undefined, finish: () => undefined, abort: () => undefined }) }, { uid: OUTPUT_UID })(new Flow(this.graph, capture));
     this.graph.freeze();
-    const coordinatorOptions: CoordinatorOptions = {
-      job: JOB,
-      storage: options.maxStateSize === undefined ? this.storage : { ...this.storage, maxStateSize: options.maxStateSize },
-      scheduler: withoutEndlessTimeouts(this.scheduler),
-      maxParallelism: this.maxParallelism,
-      retain: Number.MAX_SAFE_INTEGER,
-      timeout: options.checkpointTimeout ?? 600_000,
-      minPause: 0,
-      maxConcurrent: Number.MAX_SAFE_INTEGER,
-      tolerableFailures: Number.MAX_SAFE_INTEGER,
-    };
-    this.coordinator = new HarnessCoordinator(coordinatorOptions, {
+    const storage = options.maxStateSize === undefined ? this.storage : { ...this.storage, maxStateSize: options.maxStateSize };
+    this.coordinator = new HarnessCoordinator(JOB, storage, this.scheduler, this.maxParallelism, options.checkpointTimeout ?? 600_000, {
       barrier: (barrier) => this.injectBarrier(barrier),
       // A failed harness aborts its checkpoints on the way down; nothing reads its inputs any more.
       cancel: (id) => (this.failure ? undefined : this.inputs().forEach((input) => this.deliver(input, new CancelCheckpointMarker(id)))),
     });
-    this.shadow =
-      inputs > 1
-        ? new BarrierAligner(
-            inputs,
-            options.mode ?? 'exactly-once',
-            {
-              record: (_input, entry) => {
-                const index = this.heldRecords.indexOf(entry as HeldRecord);
-                if (index >= 0) this.heldRecords.splice(index, 1);
-              },
-              aligned: () => undefined,
-              cancelled: () => undefined,
-              watermark: () => undefined,
-              idle: () => undefined,
-              complete: () => undefined,
-            },
-            this.scheduler,
-            options.alignedTimeout,
-          )
-        : undefined;
+    this.heldRecords = inputs > 1 ? new HeldRecords(inputs, options.mode ?? 'exactly-once', this.scheduler, options.alignedTimeout) : undefined;
   }
 
   /** Builds the fragment's runtime (restoring the snapshot, if any); `harness()` calls it. */
   async open(): Promise<void> {
     const { restore, allowNonRestoredState = false, stateBackend = heapStateBackend(), mode = 'exactly-once', alignedTimeout } = this.options;
     const restored = restore ? await writeAndLoadSnapshot(this.storage, JOB, restore) : undefined;
-    if (restored) this.checkRestorable(restored.metadata.maxParallelism, Array.from(restored.states.keys()), allowNonRestoredState, restored.path);
+    if (restored) {
+      const stateful = this.graph.nodes.filter((node) => node.stateful).map((node) => node.uid);
+      checkSnapshotFits(restored, { maxParallelism: this.maxParallelism, stateful, internal: [OUTPUT_UID] }, allowNonRestoredState);
+    }
     await this.coordinator.recover(await completedCheckpointIds(this.storage, JOB));
     this.execution = new Execution({
       graph: this.graph,
@@ -287,7 +200,7 @@ export class Harness<I, R> {
   endInput(input = 0): void {
     this.checkInput(input, 'endInput');
     this.ended[input] = true;
-    this.shadow?.end(input);
+    this.heldRecords?.end(input);
     this.subjects[input]!.complete();
     this.check();
   }
@@ -351,7 +264,8 @@ export class Harness<I, R> {
   output(options?: { watermarks?: false }): StreamRecord<R>[];
   output(options: { watermarks: true }): OutputElement<R>[];
   output(options: { watermarks?: boolean } = {}): OutputElement<R>[] {
-    return options.watermarks ? [...this.elements] : this.elements.filter((e) => e instanceof StreamRecord);
+    const elements = this.emitted.main();
+    return options.watermarks ? elements : elements.filter((e) => e instanceof StreamRecord);
   }
 
   /** The values of the records emitted so far, without timestamps. */
@@ -361,13 +275,12 @@ export class Harness<I, R> {
 
   /** Forgets the output (main and side outputs) collected so far. */
   clearOutput(): void {
-    this.elements.length = 0;
-    this.sides.clear();
+    this.emitted.clear();
   }
 
   /** The records sent to a side output (a process function's `out.side(tag, …)`), with their timestamps. */
   sideOutput<T>(tag: OutputTag<T> | string): StreamRecord<T>[] {
-    return [...((this.sides.get(typeof tag === 'string' ? tag : tag.id) ?? []) as StreamRecord<T>[])];
+    return this.emitted.side<T>(typeof tag === 'string' ? tag : tag.id);
   }
 
   /** Records too late for any window (past `allowedLateness`), with their timestamps. */
@@ -377,7 +290,7 @@ export class Harness<I, R> {
 
   /** The records held right now by a multi-input operator aligning a checkpoint (exactly-once), in arrival order. */
   held(): HeldRecord[] {
-    return [...this.heldRecords];
+    return this.heldRecords?.held() ?? [];
   }
 
   /**
@@ -388,20 +301,7 @@ export class Harness<I, R> {
    */
   state<T = unknown>(uid: string, state: StateDescriptor<unknown, T> | string, key: Key, window?: Window | string): T | undefined {
     this.check();
-    const group = keyGroupOf(key, this.maxParallelism);
-    const owners = this.backends.filter((b) => b.uid === uid);
-    if (owners.length === 0) {
-      const known = [...new Set(this.backends.map((b) => b.uid))];
-      throw new HarnessInputError(`state: operator '${uid}' has no keyed state here; keyed operators: ${known.map((u) => `'${u}'`).join(', ') || 'none'}`);
-    }
-    const owner = owners.find((b) => group >= b.range.start && group <= b.range.end) ?? owners[0]!;
-    const descriptor = typeof state === 'string' ? owner.descriptors.get(state) : state;
-    if (!descriptor) {
-      throw new HarnessInputError(
-        `state: operator '${uid}' has not used a state named '${typeof state === 'string' ? state : state.name}' yet (it has: ${[...owner.descriptors.keys()].map((n) => `'${n}'`).join(', ') || 'none'}); pass its descriptor instead`,
-      );
-    }
-    return owner.backend.peek(descriptor as StateDescriptor<unknown, T>, key, typeof window === 'object' ? window.id : (window ?? ''));
+    return peekRecordedState(this.backends, keyGroupOf(key, this.maxParallelism), uid, state, key, typeof window === 'object' ? window.id : (window ?? ''));
   }
 
   /**
@@ -413,34 +313,7 @@ export class Harness<I, R> {
   drive(inputs: Observable<unknown> | Observable<unknown>[], options: { watermarks?: boolean; barriers?: boolean } = {}): Observable<OutputElement<R> | CheckpointBarrier> {
     const sources = Array.isArray(inputs) ? inputs : [inputs];
     if (sources.length > this.inputCount) throw new HarnessInputError(`drive: ${sources.length} inputs given, the harness has ${this.inputCount}`);
-    return new Observable((subscriber) => {
-      const listener = (element: OutputElement<R> | CheckpointBarrier) => {
-        if (element instanceof StreamRecord || (element instanceof Watermark && options.watermarks)) subscriber.next(element);
-        // As `barrier(id)` writes it: the id is what a diagram says; the trigger time would only make it unequal.
-        else if (element instanceof CheckpointBarrier && options.barriers) subscriber.next(barrier(element.id));
-      };
-      this.listeners.add(listener);
-      let open = sources.length;
-      const subscriptions = sources.map((source, input) =>
-        source.subscribe({
-          next: (element) => {
-            try {
-              this.pushElement(element, input);
-            } catch (error) {
-              subscriber.error(error);
-            }
-          },
-          error: (error) => subscriber.error(error),
-          complete: () => {
-            if (--open === 0) subscriber.complete();
-          },
-        }),
-      );
-      return () => {
-        this.listeners.delete(listener);
-        subscriptions.forEach((s) => s.unsubscribe());
-      };
-    });
+    return driveInputs(sources, (element, input) => this.pushElement(element, input), (listener) => this.emitted.listen(listener), options);
   }
 
   /** Ends the harness: timers stop, state backends are disposed. */
@@ -481,15 +354,7 @@ export class Harness<I, R> {
     if (this.ended[input]) throw new HarnessInputError(`input ${input} has ended; nothing more can be pushed into it`);
     this.check();
     if (element instanceof CheckpointBarrier) this.checkpoints.get(element.id)?.pushedTo.add(input);
-    if (this.shadow) {
-      if (!(element instanceof ControlElement)) {
-        const entry: HeldRecord = { input, value: element, timestamp };
-        this.heldRecords.push(entry);
-        this.shadow.push(input, entry, timestamp);
-      } else if (element instanceof CheckpointBarrier || element instanceof CancelCheckpointMarker) {
-        this.shadow.push(input, element, undefined);
-      }
-    }
+    this.heldRecords?.push(input, element, timestamp);
     if (this.record.slot) this.record.slot.current = timestamp;
     this.subjects[input]!.next(element);
     this.check();
@@ -512,49 +377,16 @@ export class Harness<I, R> {
     return new Flow<unknown>(this.graph, node, this.timestamped);
   }
 
-  /** Notes what reaches the end of the fragment, with the timestamp riding beside each record. */
+  /** The end of the fragment: what reaches it is noted, with the timestamp riding beside each record; a failure is kept for `check`. */
   private capture(upstream: Observable<StreamElement<unknown>>): Observable<StreamElement<unknown>> {
-    return new Observable((subscriber) =>
-      upstream.subscribe({
-        next: (element) => {
-          let noted: OutputElement<R> | CheckpointBarrier | undefined;
-          if (!(element instanceof ControlElement)) noted = new StreamRecord(element as R, this.record.slot?.current);
-          else if (element instanceof Watermark) noted = element;
-          else if (element instanceof CheckpointBarrier) noted = element;
-          else if (element instanceof SideOutputElement) {
-            const side = this.sides.get(element.tag) ?? [];
-            side.push(new StreamRecord(element.value, element.timestamp));
-            this.sides.set(element.tag, side);
-          }
-          if (noted && !(noted instanceof CheckpointBarrier)) this.elements.push(noted);
-          if (noted) this.listeners.forEach((listener) => listener(noted));
-          subscriber.next(element);
-        },
-        error: (error) => {
-          this.failure ??= { error: thrown(error) };
-          subscriber.error(thrown(error));
-        },
-        complete: () => subscriber.complete(),
-      }),
+    return this.emitted.capture(
+      upstream,
+      () => this.record.slot?.current,
+      (error) => {
+        this.failure ??= { error: thrown(error) };
+        return thrown(error);
+      },
     );
-  }
-
-  private checkRestorable(maxParallelism: number, uids: string[], allowNonRestoredState: boolean, path: string): void {
-    if (maxParallelism !== this.maxParallelism) {
-      throw new SnapshotMismatchError(
-        `snapshot ${path} was taken with maxParallelism ${maxParallelism}, this harness has ${this.maxParallelism}; pass maxParallelism: ${maxParallelism}`,
-      );
-    }
-    const stateful = this.graph.nodes.filter((node) => node.stateful).map((node) => node.uid);
-    const missing = uids.filter((uid) => !stateful.includes(uid));
-    if (missing.length > 0 && !allowNonRestoredState) {
-      const fresh = stateful.filter((uid) => !uids.includes(uid) && uid !== OUTPUT_UID);
-      throw new SnapshotMismatchError(
-        `snapshot ${path} holds state of operators the fragment does not have: ${missing.map((u) => `'${u}'`).join(', ')}` +
-          (fresh.length > 0 ? `; the fragment has instead: ${fresh.map((u) => `'${u}'`).join(', ')}` : '') +
-          '; give the operators their uids back, or pass allowNonRestoredState: true to drop that state',
-      );
-    }
   }
 
   private checkInput(input: number, what: string): void {
@@ -571,31 +403,6 @@ export class Harness<I, R> {
   private inputs(): number[] {
     return Array.from({ length: this.inputCount }, (_, i) => i).filter((i) => !this.ended[i]);
   }
-}
-
-/**
- * The job's checkpoint coordinator, unchanged but for where barriers go: a job's sources inject them at their next
- * chunk boundary, the harness's inputs take them where the test pushes them.
- */
-class HarnessCoordinator extends CheckpointCoordinator {
-  constructor(
-    options: CoordinatorOptions,
-    private readonly route: { barrier(barrier: CheckpointBarrier): void; cancel(id: number): void },
-  ) {
-    super(options);
-  }
-
-  override attach(participants: CheckpointParticipants): void {
-    super.attach({ ...participants, injectBarrier: (barrier) => this.route.barrier(barrier), injectCancel: (id) => this.route.cancel(id) });
-  }
-}
-
-/** The clock, except that an action due never (an `Infinity` timeout) is not scheduled at all. */
-function withoutEndlessTimeouts(scheduler: VirtualTimeScheduler): SchedulerLike {
-  return {
-    now: () => scheduler.now(),
-    schedule: (work: () => void, delay?: number) => (delay === undefined || Number.isFinite(delay) ? scheduler.schedule(work, delay) : new Subscription()),
-  } as SchedulerLike;
 }
 
 function describe(value: unknown): string {

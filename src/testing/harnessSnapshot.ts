@@ -2,6 +2,7 @@ import type { CheckpointStats } from '../checkpoint/checkpointStats.js';
 import { loadCheckpoint, type LoadedCheckpoint } from '../checkpoint/loadCheckpoint.js';
 import { checkpointDir } from '../checkpoint/layout.js';
 import type { CheckpointStorage } from '../core/types.js';
+import { SnapshotMismatchError } from './harnessErrors.js';
 
 /**
  * A completed checkpoint of a harness, as bytes: the very files the checkpoint coordinator wrote (`_metadata` and one
@@ -31,4 +32,33 @@ export async function writeAndLoadSnapshot(storage: CheckpointStorage, job: stri
   const dir = checkpointDir(job, snapshot.id);
   for (const [name, bytes] of snapshot.files) await storage.write(`${dir}/${name}`, bytes);
   return loadCheckpoint(storage, dir, job);
+}
+
+/**
+ * Rejects with `SnapshotMismatchError` a snapshot that does not fit the harness: another `maxParallelism`, or state
+ * of operators the fragment lacks (unless `allowNonRestoredState`). `internal` uids are the harness's own, never
+ * suggested to the user.
+ */
+export function checkSnapshotFits(
+  snapshot: LoadedCheckpoint,
+  harness: { maxParallelism: number; stateful: readonly string[]; internal: readonly string[] },
+  allowNonRestoredState: boolean,
+): void {
+  const { path } = snapshot;
+  const { maxParallelism } = snapshot.metadata;
+  if (maxParallelism !== harness.maxParallelism) {
+    throw new SnapshotMismatchError(
+      `snapshot ${path} was taken with maxParallelism ${maxParallelism}, this harness has ${harness.maxParallelism}; pass maxParallelism: ${maxParallelism}`,
+    );
+  }
+  const uids = Array.from(snapshot.states.keys());
+  const missing = uids.filter((uid) => !harness.stateful.includes(uid));
+  if (missing.length > 0 && !allowNonRestoredState) {
+    const fresh = harness.stateful.filter((uid) => !uids.includes(uid) && !harness.internal.includes(uid));
+    throw new SnapshotMismatchError(
+      `snapshot ${path} holds state of operators the fragment does not have: ${missing.map((u) => `'${u}'`).join(', ')}` +
+        (fresh.length > 0 ? `; the fragment has instead: ${fresh.map((u) => `'${u}'`).join(', ')}` : '') +
+        '; give the operators their uids back, or pass allowNonRestoredState: true to drop that state',
+    );
+  }
 }

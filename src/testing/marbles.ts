@@ -1,6 +1,7 @@
 import type { Observable } from 'rxjs';
 import type { RunHelpers, TestScheduler } from 'rxjs/testing';
-import { harness, type Fragment, type Harness, type HarnessOptions } from './harness.js';
+import { harness, type Harness } from './harness.js';
+import type { Fragment, HarnessOptions } from './harnessOptions.js';
 
 /** What a marble test's body gets: RxJS's run helpers, the harness, and weir's two expectations. */
 export interface MarbleHelpers<I, R> extends RunHelpers {

@@ -1,4 +1,5 @@
-import type { KeyGroupRange, KeyedStateBackend, StateBackend, StateDescriptor } from '../core/types.js';
+import type { Key, KeyGroupRange, KeyedStateBackend, StateBackend, StateDescriptor } from '../core/types.js';
+import { HarnessInputError } from './harnessErrors.js';
 
 /** One keyed backend the harness's operators created, with the states registered on it so far. */
 export interface RecordedBackend {
@@ -29,4 +30,31 @@ export function recordingStateBackend(inner: StateBackend, recorded: RecordedBac
       return backend;
     },
   };
+}
+
+/**
+ * What `key` (in key group `group`) holds of a state of operator `uid` in `namespace`, read from the backend that
+ * owns the group. The state is named by its descriptor, or by name once the operator has registered it.
+ */
+export function peekRecordedState<T>(
+  recorded: readonly RecordedBackend[],
+  group: number,
+  uid: string,
+  state: StateDescriptor<unknown, T> | string,
+  key: Key,
+  namespace: string,
+): T | undefined {
+  const owners = recorded.filter((b) => b.uid === uid);
+  if (owners.length === 0) {
+    const known = [...new Set(recorded.map((b) => b.uid))];
+    throw new HarnessInputError(`state: operator '${uid}' has no keyed state here; keyed operators: ${known.map((u) => `'${u}'`).join(', ') || 'none'}`);
+  }
+  const owner = owners.find((b) => group >= b.range.start && group <= b.range.end) ?? owners[0]!;
+  const descriptor = typeof state === 'string' ? owner.descriptors.get(state) : state;
+  if (!descriptor) {
+    throw new HarnessInputError(
+      `state: operator '${uid}' has not used a state named '${typeof state === 'string' ? state : state.name}' yet (it has: ${[...owner.descriptors.keys()].map((n) => `'${n}'`).join(', ') || 'none'}); pass its descriptor instead`,
+    );
+  }
+  return owner.backend.peek(descriptor as StateDescriptor<unknown, T>, key, namespace);
 }
