@@ -9,14 +9,13 @@ import {
   type OperatorStatePayload,
   type StateFileEntry,
 } from '../checkpoint/layout.js';
-import { CheckpointCorruptedError, CheckpointNotFoundError } from '../core/errors.js';
-import type { CheckpointStorage, Json, Key, KeyedStatePayload, StateDescriptor, StateKind, StateMeta } from '../core/types.js';
+import { CheckpointNotFoundError } from '../core/errors.js';
+import type { CheckpointStorage, Json, Key, KeyedStatePayload, StateDescriptor, StateKind } from '../core/types.js';
 import { decodeKey } from '../state/keyCodec.js';
 import { forEachPayloadEntry } from '../state/payloadEntries.js';
 import { restoredPayload } from '../state/restoredPayload.js';
-import { decodeRestored, restoredDecoder } from '../state/stateChecks.js';
-import { splitStamped } from '../state/ttl/ttlDescriptor.js';
-import { serializerById } from './serializerById.js';
+import { BatchedGenerator } from './batchedGenerator.js';
+import { valueDecoder } from './savedValues.js';
 
 /** One operator of a savepoint, as its `_metadata` lists it. */
 export interface SavepointOperator {
@@ -203,30 +202,6 @@ export function readSavepoint(storage: CheckpointStorage, path: string): Promise
   return SavepointReader.open(storage, path.replace(/\/+$/, ''));
 }
 
-/**
- * How values of a saved state are decoded: the descriptor's way, a built-in serializer's, or not at all. A TTL state's
- * values come without their access times, as the job reads them; expired ones too, as nothing here tells the time
- * the TTL runs on.
- */
-export function valueDecoder(meta: StateMeta, descriptor?: StateDescriptor<unknown>): (encoded: unknown) => unknown {
-  const serializer = serializerById(meta.serializer);
-  const decode = descriptor
-    ? restoredDecoder(meta, descriptor)
-    : serializer
-      ? (encoded: unknown) => decodeRestored(serializer, encoded, meta)
-      : (encoded: unknown) => encoded;
-  if (!meta.ttl) return decode;
-  return (encoded) => {
-    const stamped = splitStamped(encoded);
-    if (stamped === undefined) {
-      throw new CheckpointCorruptedError(
-        `state '${meta.name}' was saved with a TTL, but a saved value is not stored with its access time; the savepoint is damaged or was written by other code`,
-      );
-    }
-    return decode(stamped[0]);
-  };
-}
-
 /** One instance of an operator in a savepoint: its subtask, and the key groups its files cover (null: no keyed state). */
 interface Instance {
   readonly subtask: number;
@@ -250,62 +225,6 @@ function bySubtask(files: readonly StateFileEntry[]): Instance[] {
  */
 function operatorStateFile(files: readonly StateFileEntry[]): StateFileEntry | undefined {
   return files.find((entry) => entry.checkpoint === undefined);
-}
-
-/**
- * An async generator over the items of batches (arrays) that an async generator yields: stepping through a batch
- * costs a resolved promise per item, not the rounds of awaits an async generator's `yield` takes, which over a
- * million entries is most of the time a reader spends.
- */
-class BatchedGenerator<T> implements AsyncGenerator<T, void, undefined> {
-  private batch: T[] = [];
-  private at = 0;
-  private finished = false;
-  private loading: Promise<void> | undefined;
-
-  constructor(private readonly batches: AsyncGenerator<T[], void, undefined>) {}
-
-  next(): Promise<IteratorResult<T, void>> {
-    if (this.at < this.batch.length) return Promise.resolve({ value: this.batch[this.at++]!, done: false });
-    if (this.finished) return Promise.resolve({ value: undefined, done: true });
-    this.loading ??= this.load().finally(() => (this.loading = undefined));
-    return this.loading.then(() => this.next());
-  }
-
-  private async load(): Promise<void> {
-    this.batch = [];
-    this.at = 0;
-    try {
-      const result = await this.batches.next();
-      if (result.done) this.finished = true;
-      else this.batch = result.value;
-    } catch (error) {
-      this.finished = true;
-      throw error;
-    }
-  }
-
-  async return(): Promise<IteratorResult<T, void>> {
-    this.finish();
-    await this.batches.return(undefined);
-    return { value: undefined, done: true };
-  }
-
-  async throw(error: unknown): Promise<IteratorResult<T, void>> {
-    this.finish();
-    await this.batches.return(undefined);
-    throw error;
-  }
-
-  [Symbol.asyncIterator](): this {
-    return this;
-  }
-
-  private finish(): void {
-    this.finished = true;
-    this.batch = [];
-    this.at = 0;
-  }
 }
 
 export function describe(storage: CheckpointStorage, path: string): string {

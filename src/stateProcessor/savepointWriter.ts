@@ -1,35 +1,15 @@
 import { encodeFile } from '../checkpoint/fileFormat.js';
-import { METADATA_FILE, stateFileName, type CheckpointMetadata, type OperatorRole, type StateFileEntry } from '../checkpoint/layout.js';
+import { METADATA_FILE, stateFileName, type CheckpointMetadata, type StateFileEntry } from '../checkpoint/layout.js';
 import { CheckpointNotFoundError, JobDefinitionError, StateMigrationError } from '../core/errors.js';
 import { DEFAULT_MAX_PARALLELISM, keyGroupOf, keyGroupRangeFor } from '../core/keyGroups.js';
-import type { CheckpointStorage, Json, Key, KeyedStatePayload, SnapshotEntry, StateClock, StateDescriptor, StateMeta } from '../core/types.js';
+import type { CheckpointStorage, Key, SnapshotEntry, StateClock, StateDescriptor } from '../core/types.js';
 import { checkKey, decodeKey, encodeKey } from '../state/keyCodec.js';
-import { forEachPayloadEntry } from '../state/payloadEntries.js';
 import { metaOf } from '../state/stateChecks.js';
-import { resolveTtl, ttlNow } from '../state/ttl/ttlConfig.js';
-import { splitStamped, stamp, ttlSerializer } from '../state/ttl/ttlDescriptor.js';
-import { valueDecoder, type SavepointReader } from './readSavepoint.js';
+import { splitStamped } from '../state/ttl/ttlDescriptor.js';
+import { addPayload, keyedPayload, newState, subtasksByKeyGroup, type OperatorDraft } from './operatorDraft.js';
+import type { SavepointReader } from './readSavepoint.js';
+import { restamp, valueDecoder, valueEncoder } from './savedValues.js';
 import { serializerById } from './serializerById.js';
-
-/**
- * One keyed state being written: its meta and its encoded payload entries `[state, key, value, namespace?]`, already
- * split by the instance (subtask) of its operator that owns their key group, so that writing only concatenates.
- */
-interface StateDraft {
-  meta: StateMeta;
-  /** Its position among the operator's states (the `state` of its entries); states are replaced in place, never removed. */
-  index: number;
-  /** Entries by subtask, each in the order they were added. */
-  bySubtask: SnapshotEntry[][];
-}
-
-interface OperatorDraft {
-  role: OperatorRole;
-  parallelism: number;
-  /** Operator (non-keyed) state per instance, as saved. */
-  operatorStates: (Json | undefined)[];
-  states: Map<string, StateDraft>;
-}
 
 export interface CreateSavepointOptions {
   /** The job that will restore it: a restore checks the name. */
@@ -217,75 +197,6 @@ export class SavepointWriter {
     if (!operator) throw new CheckpointNotFoundError(`savepoint of job '${this.job}' has no operator '${uid}'`);
     return operator;
   }
-}
-
-/**
- * How `withKeyedState` encodes values of `descriptor`: as a job's backend stores them. A state with a TTL is stored
- * stamped (see `storedDescriptor`), every value last accessed at one time, taken when the state is added.
- */
-function valueEncoder<V>(descriptor: StateDescriptor<unknown, V>, clock: StateClock): (value: V) => unknown {
-  const { serializer, kind, ttl } = descriptor;
-  if (ttl === undefined) return (value) => serializer.encode(value);
-  const stored = ttlSerializer(serializer, kind);
-  const now = ttlNow(clock, resolveTtl(ttl));
-  return (value) => stored.encode(stamp(kind, value, now));
-}
-
-/**
- * The last-access times of a TTL state's value rewritten offline, from those it was saved with (`EncodedStamped`):
- * rewriting is no access. A list or map keeps one time per element while its length stays (elements keep their
- * order); otherwise each element gets the latest of the saved times.
- */
-function restamp(saved: number | number[], value: unknown): number | number[] {
-  if (typeof saved === 'number') return saved;
-  const length = Array.isArray(value) ? value.length : value instanceof Map ? value.size : saved.length;
-  return length === saved.length ? saved : new Array<number>(length).fill(Math.max(...saved));
-}
-
-/** A new draft of state `meta` in `operator`, at the position of the state of that name it replaces, if any. */
-function newState(operator: OperatorDraft, meta: StateMeta): StateDraft {
-  const index = operator.states.get(meta.name)?.index ?? operator.states.size;
-  return { meta, index, bySubtask: Array.from({ length: operator.parallelism }, () => []) };
-}
-
-/** The subtask of `parallelism` owning each key group (the inverse of `keyGroupRangeFor`). */
-function subtasksByKeyGroup(parallelism: number, maxParallelism: number): Uint32Array {
-  const subtaskOf = new Uint32Array(maxParallelism);
-  for (let subtask = 0; subtask < parallelism; subtask++) {
-    const { start, end } = keyGroupRangeFor(subtask, parallelism, maxParallelism);
-    subtaskOf.fill(subtask, start, end + 1);
-  }
-  return subtaskOf;
-}
-
-/** One instance's keyed payload: its entries unbucketed and flat (format version 2), state by state, in the order they were added. */
-function keyedPayload(operator: OperatorDraft, subtask: number, range: { start: number; end: number }): KeyedStatePayload {
-  const states = Array.from(operator.states.values());
-  const flat: unknown[] = [];
-  const flatNamespaced: unknown[] = [];
-  states.forEach((state, position) => {
-    // Entries are written at their state's position in `states` (should it ever differ from their index).
-    for (const [, key, value, namespace] of state.bySubtask[subtask] ?? []) {
-      if (namespace === undefined) flat.push(position, key, value);
-      else flatNamespaced.push(position, key, value, namespace);
-    }
-  });
-  const payload: KeyedStatePayload = { states: states.map((state) => state.meta), keyGroups: [], flat, range: [range.start, range.end] };
-  return flatNamespaced.length === 0 ? payload : { ...payload, flatNamespaced };
-}
-
-/** Adds a saved keyed payload's entries to an operator draft, by state, split by the subtask owning their key group. */
-function addPayload(draft: OperatorDraft, payload: KeyedStatePayload, maxParallelism: number): void {
-  const subtaskOf = subtasksByKeyGroup(draft.parallelism, maxParallelism);
-  const states = payload.states.map((meta) => {
-    let state = draft.states.get(meta.name);
-    if (!state) draft.states.set(meta.name, (state = newState(draft, meta)));
-    return state;
-  });
-  forEachPayloadEntry(payload, { maxParallelism, keyGroups: true }, ([index, key, value, namespace], group) => {
-    const state = states[index]!;
-    state.bySubtask[subtaskOf[group]!]!.push(namespace === undefined ? [state.index, key, value] : [state.index, key, value, namespace]);
-  });
 }
 
 /**
