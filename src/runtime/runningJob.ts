@@ -9,6 +9,9 @@ import { StateQueries, type KeyPage, type KeyPageOptions, type QueryableStateRea
 import type { QueryableStateInfo } from '../query/queryableStateRegistry.js';
 import type { RestartStrategy } from './restartStrategy.js';
 import type { CheckpointLock, CheckpointStorage, Key, Scheduler } from '../core/types.js';
+import { describeRestore, type JobResult, type RestoredFrom } from './jobResult.js';
+
+export type { JobResult, RestoredFrom } from './jobResult.js';
 
 const SAVEPOINT_OPTIONS = ['path', 'storage'];
 
@@ -18,28 +21,6 @@ export interface SavepointOptions {
   path?: string;
   /** The storage to write it to; the job's checkpoint storage by default. */
   storage?: CheckpointStorage;
-}
-
-/** The checkpoint or savepoint a run, or its latest restart, restored (`running.restoredFrom`). */
-export interface RestoredFrom {
-  /** The checkpoint's (or savepoint's) id. */
-  readonly id: number;
-  /** Its directory, as `start({ restore })` takes it: `<job>/chk-<id>` in the storage, or its absolute path. */
-  readonly path: string;
-  readonly kind: 'checkpoint' | 'savepoint';
-}
-
-/** How a job ended. */
-export interface JobResult {
-  readonly status: 'finished' | 'stopped' | 'cancelled';
-  /** Restarts after failures. */
-  readonly restarts: number;
-  /** Checkpoints completed by this run, oldest first. */
-  readonly checkpoints: readonly CheckpointStats[];
-  /** Every checkpoint of this run as it ended, completed, failed or aborted (see `RunningJob.checkpointHistory`). */
-  readonly checkpointHistory: readonly CheckpointStats[];
-  /** The path of the checkpoint the job started from, if it was restored (`running.restoredFrom` has its id too). */
-  readonly restoredFrom: string | undefined;
 }
 
 export interface RunSetup {
@@ -325,8 +306,4 @@ export class RunningJob implements QueryableStateReader {
       };
     });
   }
-}
-
-function describeRestore(restored: LoadedCheckpoint | undefined): RestoredFrom | undefined {
-  return restored && { id: restored.metadata.id, path: restored.path, kind: restored.metadata.kind };
 }
