@@ -1,12 +1,7 @@
-import { METADATA_FILE, checkpointDir } from '../checkpoint/layout.js';
-import { CheckpointNotFoundError, JobDefinitionError } from '../core/errors.js';
 import type { CheckpointStorage, Key, StateDescriptor } from '../core/types.js';
 import { yieldToEventLoop } from '../core/yieldToEventLoop.js';
 import { copyValue } from '../state/copyValue.js';
-import { decodeKey } from '../state/keyCodec.js';
-import { forEachPayloadEntry } from '../state/payloadEntries.js';
-import { checkRestoredMeta } from '../state/stateChecks.js';
-import { readSavepoint } from '../stateProcessor/readSavepoint.js';
+import { CheckpointedStates } from './checkpointedStates.js';
 import { compareKeys, decodeCursor, encodeCursor, isKey } from './keyOrder.js';
 import { InvalidQueryError, QueryableStateUnavailableError, UnknownQueryableStateError } from './queryErrors.js';
 import type { LiveQueryableState, QueryableStateEntry, QueryableStateInfo, QueryableStateRegistry } from './queryableStateRegistry.js';
@@ -46,15 +41,6 @@ export const DEFAULT_PAGE_SIZE = 100;
 export const MAX_PAGE_SIZE = 10_000;
 /** Keys a listing looks at between two yields to the event loop, so that a scan of a large state never stalls the job. */
 const SCAN_CHUNK = 4_096;
-/** Checkpointed states kept decoded for `asOf` queries. */
-const CACHED_CHECKPOINT_STATES = 4;
-
-/** One state of one checkpoint, indexed by key: encoded values and the serializer version they were written with. */
-interface CheckpointedState {
-  readonly version: number;
-  readonly values: Map<Key, unknown>;
-}
-
 /**
  * Answers queries of a running job's queryable state (Flink's queryable state, in process). Live queries read the
  * current attempt's backends between two records, never during one, since processing is synchronous; while the
@@ -65,7 +51,7 @@ export class StateQueries implements QueryableStateReader {
   private latest: QueryableStateRegistry | undefined;
   private ended = false;
   private waiting: (() => void)[] = [];
-  private readonly checkpointed = new Map<string, Promise<CheckpointedState>>();
+  private readonly checkpointed: CheckpointedStates;
   /**
    * Queryable states registered by earlier attempts: a restarted attempt registers again at once only those its
    * operators declare, the others when used.
@@ -74,8 +60,10 @@ export class StateQueries implements QueryableStateReader {
 
   constructor(
     private readonly job: string,
-    private readonly storage: CheckpointStorage | undefined,
-  ) {}
+    storage: CheckpointStorage | undefined,
+  ) {
+    this.checkpointed = new CheckpointedStates(job, storage);
+  }
 
   /** An attempt is running: its state can be queried. */
   attach(registry: QueryableStateRegistry): void {
@@ -111,7 +99,7 @@ export class StateQueries implements QueryableStateReader {
     const asOf = checkAsOf(options.asOf);
     if (asOf !== undefined) {
       const entry = this.lookup(await this.descriptors(), name);
-      const state = await this.checkpointedState(entry, asOf);
+      const state = await this.checkpointed.get(entry, asOf);
       const encoded = state.values.get(key);
       if (encoded === undefined) return undefined;
       return view(entry.descriptor, copyValue(entry.descriptor.serializer.decode(encoded, state.version))) as T;
@@ -137,7 +125,7 @@ export class StateQueries implements QueryableStateReader {
     let keys: Iterable<Key>;
     let registry: QueryableStateRegistry | undefined;
     if (asOf !== undefined) {
-      keys = (await this.checkpointedState(this.lookup(await this.descriptors(), name), asOf)).values.keys();
+      keys = (await this.checkpointed.get(this.lookup(await this.descriptors(), name), asOf)).values.keys();
     } else {
       registry = await this.live();
       keys = this.lookup(registry, name).keys();
@@ -199,44 +187,6 @@ export class StateQueries implements QueryableStateReader {
     const waiting = this.waiting;
     this.waiting = [];
     waiting.forEach((resolve) => resolve());
-  }
-
-  private async checkpointedState(entry: QueryableStateEntry, id: number): Promise<CheckpointedState> {
-    const { storage, job } = this;
-    if (!storage) throw new JobDefinitionError(`job '${job}' has checkpointing off, so there is no checkpoint ${id} to query`);
-    const dir = checkpointDir(job, id);
-    // Retention may have deleted it since it was cached.
-    if (!(await storage.list(dir)).includes(METADATA_FILE)) {
-      throw new CheckpointNotFoundError(`checkpoint ${id} of job '${job}' is not complete or no longer retained; query a newer checkpoint or the live state`);
-    }
-    const cacheKey = `${id}\u0000${entry.uid}\u0000${entry.descriptor.name}`;
-    let state = this.checkpointed.get(cacheKey);
-    if (state === undefined) {
-      state = this.loadState(storage, dir, entry);
-      this.checkpointed.set(cacheKey, state);
-      state.catch(() => this.checkpointed.delete(cacheKey));
-      if (this.checkpointed.size > CACHED_CHECKPOINT_STATES) this.checkpointed.delete(this.checkpointed.keys().next().value!);
-    }
-    return state;
-  }
-
-  private async loadState(storage: CheckpointStorage, dir: string, { uid, descriptor }: QueryableStateEntry): Promise<CheckpointedState> {
-    // Through the State Processor API: an incremental checkpoint's state is its base with the deltas applied.
-    const checkpoint = await readSavepoint(storage, dir);
-    const values = new Map<Key, unknown>();
-    let version = descriptor.serializer.version;
-    const saved = checkpoint.operators.some((operator) => operator.uid === uid);
-    for await (const keyed of saved ? checkpoint.keyedPayloads(uid) : []) {
-      const index = keyed.states.findIndex((meta) => meta.name === descriptor.name);
-      if (index < 0) continue;
-      const meta = keyed.states[index]!;
-      checkRestoredMeta(uid, meta, descriptor);
-      version = meta.serializerVersion;
-      forEachPayloadEntry(keyed, { maxParallelism: checkpoint.maxParallelism }, ([state, key, value, namespace]) => {
-        if (state === index && (namespace === undefined || namespace === '')) values.set(decodeKey(key), value);
-      });
-    }
-    return { version, values };
   }
 }
 
