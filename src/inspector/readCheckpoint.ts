@@ -1,5 +1,5 @@
 import { checkStatePayload } from '../checkpoint/checkPayloads.js';
-import { decodeFile } from '../checkpoint/fileFormat.js';
+import { decodeFile } from '../storage/fileFormat.js';
 import { readStored } from '../storage/readStored.js';
 import { checkMetadata } from '../checkpoint/loadCheckpoint.js';
 import { readFailureHistory, type FailedCheckpoint } from '../checkpoint/failureHistory.js';
@@ -13,7 +13,7 @@ import {
   stateFilePath,
   type CheckpointMetadata,
   type OperatorRole,
-} from '../checkpoint/layout.js';
+} from '../storage/layout.js';
 import type { CheckpointStorage, KeyedStatePayload, StateKind, StateMeta } from '../core/types.js';
 import { forEachPayloadEntry } from '../state/payloadEntries.js';
 import { restoredPayload } from '../state/restoredPayload.js';
