@@ -3,7 +3,7 @@ import { CheckpointBarrier } from '../core/elements.js';
 import { CheckpointAbortedError } from '../core/errors.js';
 import type { OperatorCheckpointStats } from '../core/operatorCheckpointStats.js';
 import type { CheckpointStorage, Scheduler } from '../core/types.js';
-import { METADATA_FILE, checkpointDir, savepointDir, type CheckpointMetadata } from '../storage/layout.js';
+import { METADATA_FILE, checkpointDir, savepointDir } from '../storage/layout.js';
 import { encodeFile } from '../storage/fileFormat.js';
 import type { CheckpointAcknowledger, SnapshotTask, TaskStateHandles } from '../task/snapshotWriter.js';
 import { CheckpointFailureManager } from './checkpointFailureManager.js';
@@ -234,22 +234,7 @@ export class CheckpointCoordinator implements CheckpointAcknowledger {
     const { job, scheduler, maxParallelism } = this.options;
     const { storage } = pending;
     const savepoint = pending.barrier.kind === 'savepoint';
-    const stateBytes = pending.stats.reduce((sum, op) => sum + op.bytes, 0);
-    const operators = Array.from(pending.operators, ([uid, { role, files }]) => ({
-      uid,
-      role,
-      files: this.chain.filesOf(pending.chain, uid, files, pending.deltaOperators.has(uid)),
-    }));
-    const sharedBytes = operators.reduce((sum, { files }) => sum + files.reduce((n, entry) => n + (entry.checkpoint === undefined ? 0 : entry.bytes), 0), 0);
-    const metadata: CheckpointMetadata = {
-      job,
-      id: pending.id,
-      kind: pending.barrier.kind,
-      timestamp: pending.startedAt,
-      maxParallelism,
-      operators,
-      stats: { durationMs: scheduler.now() - pending.startedAt, bytes: stateBytes, fullSize: stateBytes + sharedBytes, operators: pending.stats },
-    };
+    const { metadata, stateBytes, sharedBytes } = pending.metadata(job, maxParallelism, scheduler.now());
     const bytes = encodeFile('metadata', metadata);
     if (pending.aborted) return;
     pending.committing = storage.write(`${pending.dir}/${METADATA_FILE}`, bytes);
@@ -272,7 +257,7 @@ export class CheckpointCoordinator implements CheckpointAcknowledger {
         }
       }
       this.store.add(pending.id, metadata);
-      this.chain.completed(pending.id, pending.chain, operators, stateBytes, pending.id === this.nextId - 1);
+      this.chain.completed(pending.id, pending.chain, metadata.operators, stateBytes, pending.id === this.nextId - 1);
     }
     try {
       await pending.participants.notifyComplete(pending.id);

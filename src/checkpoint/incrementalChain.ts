@@ -19,6 +19,14 @@ export interface ChainPosition {
 }
 
 /**
+ * An operator's files in a checkpoint started at `position`: a delta's new files first (the first carries the
+ * operator state), then the chain's, which it reuses.
+ */
+export function filesOnChain(position: ChainPosition, uid: string, files: StateFileEntry[], delta: boolean): StateFileEntry[] {
+  return position.base && delta ? [...files, ...(position.base.files.get(uid) ?? [])] : files;
+}
+
+/**
  * Which keyed files incremental checkpoints reuse (Flink's incremental checkpoints, with files referenced in place):
  * a delta persists only what changed since the chain's head and lists the head's files for the rest.
  */
@@ -52,11 +60,6 @@ export class IncrementalChain {
     const delta = !savepoint && chain !== undefined && inFlight === 0 && chain.deltas + 1 < fullEvery && chain.deltaBytes < chain.baseBytes;
     if (savepoint) this.reset();
     return { base: delta ? chain : undefined, epoch: this.epoch };
-  }
-
-  /** An operator's files in a checkpoint from `position`: a delta's new files first (the first carries the operator state), then the chain's. */
-  filesOf(position: ChainPosition, uid: string, files: StateFileEntry[], delta: boolean): StateFileEntry[] {
-    return position.base && delta ? [...files, ...(position.base.files.get(uid) ?? [])] : files;
   }
 
   /**

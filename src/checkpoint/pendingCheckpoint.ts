@@ -3,11 +3,11 @@ import type { CheckpointBarrier } from '../core/elements.js';
 import type { OperatorRole } from '../core/graph.js';
 import type { OperatorCheckpointStats } from '../core/operatorCheckpointStats.js';
 import type { CheckpointStorage } from '../core/types.js';
-import type { StateFileEntry } from '../storage/layout.js';
+import type { CheckpointMetadata, StateFileEntry } from '../storage/layout.js';
 import type { TaskStateHandles } from '../task/snapshotWriter.js';
 import type { CheckpointStats } from './checkpointStats.js';
 import type { CheckpointParticipants } from './checkpointParticipants.js';
-import type { ChainPosition } from './incrementalChain.js';
+import { filesOnChain, type ChainPosition } from './incrementalChain.js';
 
 /**
  * One checkpoint in flight (Flink's PendingCheckpoint): the tasks that must still acknowledge it, the state files and
@@ -70,6 +70,26 @@ export class PendingCheckpoint {
     operator.files.push(...handles.files);
     this.operators.set(uid, operator);
     return this.waiting.size === 0;
+  }
+
+  /**
+   * Its `_metadata`, every task having acknowledged, at `now`: the bytes its tasks wrote (`stateBytes`) and those of
+   * the earlier checkpoints' files it references (`sharedBytes`).
+   */
+  metadata(job: string, maxParallelism: number, now: number): { metadata: CheckpointMetadata; stateBytes: number; sharedBytes: number } {
+    const stateBytes = this.stats.reduce((sum, op) => sum + op.bytes, 0);
+    const operators = Array.from(this.operators, ([uid, { role, files }]) => ({ uid, role, files: filesOnChain(this.chain, uid, files, this.deltaOperators.has(uid)) }));
+    const sharedBytes = operators.reduce((sum, { files }) => sum + files.reduce((n, entry) => n + (entry.checkpoint === undefined ? 0 : entry.bytes), 0), 0);
+    const metadata: CheckpointMetadata = {
+      job,
+      id: this.id,
+      kind: this.barrier.kind,
+      timestamp: this.startedAt,
+      maxParallelism,
+      operators,
+      stats: { durationMs: now - this.startedAt, bytes: stateBytes, fullSize: stateBytes + sharedBytes, operators: this.stats },
+    };
+    return { metadata, stateBytes, sharedBytes };
   }
 
   /**
