@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createJob, heapStateBackend, keyBy, reduce, sinkTo, valueState, type KeyedStateBackend } from 'weir';
 import { fsCheckpointStorage } from 'weir/node';
-import { encodeFile } from '../src/checkpoint/fileFormat';
+import { encodeFile } from '../src/storage/fileFormat';
 import { addEvents, makeEvents, perSecond, repeating, settleHeap, sideBySide, type KeyedEvent } from './measure';
 import type { Result } from './report';
 

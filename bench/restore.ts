@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { createJob, fromArray, heapStateBackend, keyBy, reduce, sinkTo, valueState, type KeyedStatePayload } from 'weir';
 import { fsCheckpointStorage } from 'weir/node';
 import { completedCheckpointIds, loadCheckpoint } from '../src/checkpoint/loadCheckpoint';
-import { checkpointDir } from '../src/checkpoint/layout';
+import { checkpointDir } from '../src/storage/layout';
 import { addEvents, settleHeap, type KeyedEvent } from './measure';
 import type { Result } from './report';
 

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { heapStateBackend, valueState, type KeyedStatePayload } from 'weir';
 import { fsCheckpointStorage } from 'weir/node';
-import { decodeFile, encodeFile } from '../src/checkpoint/fileFormat';
+import { decodeFile, encodeFile } from '../src/storage/fileFormat';
 import { populatedBackend } from './checkpointing';
 import { sideBySide, type KeyedEvent } from './measure';
 import type { Result } from './report';

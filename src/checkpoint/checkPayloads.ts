@@ -1,5 +1,5 @@
 import { CheckpointCorruptedError } from '../core/errors.js';
-import type { StateFileEntry, OperatorStatePayload } from './layout.js';
+import type { StateFileEntry, OperatorStatePayload } from '../storage/layout.js';
 
 /**
  * Shape checks of decoded checkpoint files. A file that passed its checksum can still be foreign or written by a

@@ -1,8 +1,8 @@
 import { CheckpointCorruptedError, CheckpointNotFoundError } from '../core/errors.js';
 import type { CheckpointStorage } from '../core/types.js';
 import type { CheckpointStats } from './checkpointStats.js';
-import { decodeFile, encodeFile } from './fileFormat.js';
-import { FAILURE_HISTORY_FILE } from './layout.js';
+import { decodeFile, encodeFile } from '../storage/fileFormat.js';
+import { FAILURE_HISTORY_FILE } from '../storage/layout.js';
 
 /**
  * The recent checkpoints of a job that failed or were aborted, kept in `<job>/_failed_checkpoints` beside its

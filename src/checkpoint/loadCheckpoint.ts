@@ -2,7 +2,7 @@ import { CheckpointCorruptedError, CheckpointNotFoundError, ForeignCheckpointErr
 import type { CheckpointStorage, Json, KeyGroupRange, KeyedStatePayload } from '../core/types.js';
 import { checkStatePayload, stateFileEntryProblem } from './checkPayloads.js';
 import { readStored } from '../storage/readStored.js';
-import { checkFile, decodeFile, type CheckedPayload } from './fileFormat.js';
+import { checkFile, decodeFile, type CheckedPayload } from '../storage/fileFormat.js';
 import {
   METADATA_FILE,
   checkpointDir,
@@ -12,7 +12,7 @@ import {
   type CheckpointMetadata,
   type OperatorStatePayload,
   type StateFileEntry,
-} from './layout.js';
+} from '../storage/layout.js';
 
 /** A checkpoint read back and fully checked: every file present, every checksum right. */
 export interface LoadedCheckpoint {

@@ -1,6 +1,6 @@
 import type { CheckpointStorage } from '../core/types.js';
-import { decodeFile } from './fileFormat.js';
-import { METADATA_FILE, checkpointDir, type CheckpointMetadata } from './layout.js';
+import { decodeFile } from '../storage/fileFormat.js';
+import { METADATA_FILE, checkpointDir, type CheckpointMetadata } from '../storage/layout.js';
 import { checkMetadata } from './loadCheckpoint.js';
 
 /**

@@ -1,5 +1,5 @@
 import type { FailedCheckpoint } from '../checkpoint/failureHistory.js';
-import type { CheckpointMetadata, OperatorRole } from '../checkpoint/layout.js';
+import type { CheckpointMetadata, OperatorRole } from '../storage/layout.js';
 import type { StateKind } from '../core/types.js';
 
 // What the inspector reports of jobs, checkpoints, operators and states (`inspectStorage`, `summarizeCheckpoint`).

@@ -1,4 +1,4 @@
-import { FAILURE_HISTORY_FILE, checkpointIdOf, savepointOf } from '../checkpoint/layout.js';
+import { FAILURE_HISTORY_FILE, checkpointIdOf, savepointOf } from '../storage/layout.js';
 import type { CheckpointStorage } from '../core/types.js';
 import type { CheckpointRef } from './checkpointSummary.js';
 

@@ -1,6 +1,6 @@
 import { checkStatePayload } from '../checkpoint/checkPayloads.js';
-import { decodeFile } from '../checkpoint/fileFormat.js';
-import { METADATA_FILE, isIncremental, restoreOrder, stateFilePath, type CheckpointMetadata } from '../checkpoint/layout.js';
+import { decodeFile } from '../storage/fileFormat.js';
+import { METADATA_FILE, isIncremental, restoreOrder, stateFilePath, type CheckpointMetadata } from '../storage/layout.js';
 import { checkMetadata } from '../checkpoint/loadCheckpoint.js';
 import type { CheckpointStorage, KeyedStatePayload } from '../core/types.js';
 import { restoredPayload } from '../state/restoredPayload.js';

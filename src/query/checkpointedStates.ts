@@ -1,4 +1,4 @@
-import { METADATA_FILE, checkpointDir } from '../checkpoint/layout.js';
+import { METADATA_FILE, checkpointDir } from '../storage/layout.js';
 import { CheckpointNotFoundError, JobDefinitionError } from '../core/errors.js';
 import type { CheckpointStorage, Key } from '../core/types.js';
 import { decodeKey } from '../state/keyCodec.js';

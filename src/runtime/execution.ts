@@ -10,6 +10,7 @@ import type { CheckpointMode, GraphNode, TaskContext } from '../core/graph.js';
 import type { JobGraph } from '../core/jobGraph.js';
 import { DirectObservable, subscribeTo } from '../task/directObservable.js';
 import { fanOut } from '../task/fanOut.js';
+import { SnapshotWriter } from '../task/snapshotWriter.js';
 import { SourceRunner } from '../task/sourceRunner.js';
 import type { OperatorSpec } from '../operators/operatorSpec.js';
 import { OperatorChain } from '../operators/operatorChain.js';
@@ -57,6 +58,8 @@ export class Execution {
   private readonly startCallbacks: (() => void)[] = [];
   /** The queryable states of this attempt, filled as its keyed backends register them. */
   readonly queryable: QueryableStateRegistry;
+  /** Writes the tasks' state at barriers and acknowledges it to the coordinator. */
+  private readonly snapshots: SnapshotWriter;
   private finishedSources = 0;
   /** Where the final snapshot goes when the job is stopped with a savepoint. */
   private finalSavepoint: SavepointTarget | undefined;
@@ -65,6 +68,7 @@ export class Execution {
 
   constructor(private readonly options: ExecutionOptions) {
     this.queryable = new QueryableStateRegistry(options.graph.jobName, options.maxParallelism);
+    this.snapshots = new SnapshotWriter({ clock: options.scheduler, acknowledger: options.coordinator });
     this.done = new Promise<void>((resolve, reject) => ((this.resolveDone = resolve), (this.rejectDone = reject)));
     // The caller may never look at `done` of an attempt that failed during setup; its error reaches it via `start`.
     this.done.catch(() => undefined);
@@ -104,6 +108,8 @@ export class Execution {
     }
     coordinator?.attach({
       tasks,
+      beginSnapshot: (target, storage) => this.snapshots.begin(target, storage),
+      endSnapshot: (id) => this.snapshots.end(id),
       injectBarrier: (barrier) => this.runners.forEach((runner) => runner.inject(barrier)),
       injectCancel: (id) => this.runners.forEach((runner) => runner.injectCancel(id)),
       notifyComplete: async (id) => {
@@ -238,18 +244,7 @@ export class Execution {
       restoredOperatorState: saved?.operators[0],
       keyedBackend: () => (backend ??= this.openKeyedBackend(node, index, range)),
       decline: (id, by) => coordinator?.decline(id, { uid: node.uid, subtask: index }, by),
-      snapshot: (barrier, capture, forward, alignment) => {
-        const started = performance.now();
-        const { keyed, operator } = capture();
-        const syncMs = performance.now() - started;
-        forward();
-        coordinator?.persist(
-          barrier.id,
-          { uid: node.uid, subtask: index, range: keyed ? range : undefined },
-          { keyed, operator },
-          { syncMs, alignmentMs: alignment?.alignmentMs ?? 0, heldRecords: alignment?.heldRecords ?? 0 },
-        );
-      },
+      snapshot: (barrier, capture, forward, alignment) => this.snapshots.snapshot(barrier.id, { uid: node.uid, subtask: index, range }, capture, forward, alignment),
     };
   }
 

@@ -1,5 +1,5 @@
 import type { CheckpointCoordinator } from '../checkpoint/coordinator.js';
-import { checkpointDir } from '../checkpoint/layout.js';
+import { checkpointDir } from '../storage/layout.js';
 import { completedCheckpointIds, loadCheckpoint, loadLatestCheckpoint, type LoadedCheckpoint } from '../checkpoint/loadCheckpoint.js';
 import { CheckpointCorruptedError, CheckpointNotFoundError, JobDefinitionError, NonRestoredStateError, StateMigrationError } from '../core/errors.js';
 import type { CheckpointStorage } from '../core/types.js';

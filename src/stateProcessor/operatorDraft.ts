@@ -1,5 +1,5 @@
 import type { Json, KeyedStatePayload, SnapshotEntry, StateMeta } from '../core/types.js';
-import type { OperatorRole } from '../checkpoint/layout.js';
+import type { OperatorRole } from '../storage/layout.js';
 import { keyGroupRangeFor } from '../core/keyGroups.js';
 import { forEachPayloadEntry } from '../state/payloadEntries.js';
 

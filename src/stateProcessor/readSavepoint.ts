@@ -1,4 +1,4 @@
-import { decodeFile } from '../checkpoint/fileFormat.js';
+import { decodeFile } from '../storage/fileFormat.js';
 import { checkMetadata, readStateFile } from '../checkpoint/loadCheckpoint.js';
 import {
   METADATA_FILE,
@@ -8,7 +8,7 @@ import {
   type OperatorRole,
   type OperatorStatePayload,
   type StateFileEntry,
-} from '../checkpoint/layout.js';
+} from '../storage/layout.js';
 import { CheckpointNotFoundError } from '../core/errors.js';
 import type { CheckpointStorage, Json, Key, KeyedStatePayload, StateDescriptor, StateKind } from '../core/types.js';
 import { decodeKey } from '../state/keyCodec.js';

@@ -1,5 +1,5 @@
-import { encodeFile } from '../checkpoint/fileFormat.js';
-import { METADATA_FILE, stateFileName, type CheckpointMetadata, type StateFileEntry } from '../checkpoint/layout.js';
+import { encodeFile } from '../storage/fileFormat.js';
+import { METADATA_FILE, stateFileName, type CheckpointMetadata, type StateFileEntry } from '../storage/layout.js';
 import { CheckpointNotFoundError, JobDefinitionError, StateMigrationError } from '../core/errors.js';
 import { DEFAULT_MAX_PARALLELISM, keyGroupOf, keyGroupRangeFor } from '../core/keyGroups.js';
 import type { CheckpointStorage, Key, SnapshotEntry, StateClock, StateDescriptor } from '../core/types.js';

@@ -1,6 +1,6 @@
 import type { CheckpointStats } from '../checkpoint/checkpointStats.js';
 import { loadCheckpoint, type LoadedCheckpoint } from '../checkpoint/loadCheckpoint.js';
-import { checkpointDir } from '../checkpoint/layout.js';
+import { checkpointDir } from '../storage/layout.js';
 import type { CheckpointStorage } from '../core/types.js';
 import { SnapshotMismatchError } from './harnessErrors.js';
 

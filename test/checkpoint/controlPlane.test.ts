@@ -16,7 +16,7 @@ import {
   type JobOptions,
 } from 'weir';
 // Internal, to read the `_metadata` file the way the inspector does: the file format is what is checked here.
-import { decodeFile } from '../../src/checkpoint/fileFormat';
+import { decodeFile } from '../../src/storage/fileFormat';
 import { deferred } from '../support/deferred';
 import { advanceTo } from '../support/virtualTime';
 import { records, scripted, settle, unionSumJob, until, type Rec } from '../support/unionJob';

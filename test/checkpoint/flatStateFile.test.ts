@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { FlatStateFileBuilder, decodeFile, encodeFile } from '../../src/checkpoint/fileFormat';
+import { FlatStateFileBuilder, decodeFile, encodeFile } from '../../src/storage/fileFormat';
 
 const states = [{ name: 'v', kind: 'value', serializer: 'auto', serializerVersion: 1 }];
 

@@ -23,7 +23,7 @@ import {
   type CheckpointStorage,
 } from 'weir';
 import { fileSink, fromFile, serveQueryableState, type QueryableStateServer } from 'weir/node';
-import { encodeFile } from '../../src/checkpoint/fileFormat';
+import { encodeFile } from '../../src/storage/fileFormat';
 import { loadCheckpoint } from '../../src/checkpoint/loadCheckpoint';
 import { readings, type Reading } from '../checkpoint/jobFixtures';
 import { deepJson, hostileValue, int, mutateBytes, mutateJson, pick, pollution } from '../support/mutate';

@@ -7,7 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CheckpointCorruptedError, CheckpointNotFoundError, JobDefinitionError, createJob, fromArray, type CheckpointStorage } from 'weir';
 import { fsCheckpointStorage } from 'weir/node';
 // Internal, to write a `_metadata` that passes its checksum but lists a bad file: what a broken tool could leave.
-import { decodeFile, encodeFile } from '../../src/checkpoint/fileFormat';
+import { decodeFile, encodeFile } from '../../src/storage/fileFormat';
 import { expectedSums, pausableSource, readings, sumsJob } from '../checkpoint/fixtures';
 
 let dir: string;

@@ -1,6 +1,6 @@
 import { readdir, stat } from 'node:fs/promises';
 import { basename, dirname, resolve } from 'node:path';
-import { checkpointIdOf, METADATA_FILE } from '../../checkpoint/layout.js';
+import { checkpointIdOf, METADATA_FILE } from '../../storage/layout.js';
 import { checkpointHistory, checkpointRefOf, inspectStorage, type CheckpointSummary, type JobSummary } from '../../inspector/readCheckpoint.js';
 import { fsCheckpointStorage } from '../../storage/fsCheckpointStorage.js';
 import { errorCode } from '../../core/errors.js';

@@ -1,6 +1,6 @@
 import type { OperatorRole } from '../core/graph.js';
 import type { Json, KeyedStatePayload } from '../core/types.js';
-import type { OperatorCheckpointStats } from './checkpointStats.js';
+import type { OperatorCheckpointStats } from '../core/operatorCheckpointStats.js';
 
 /**
  * The logical layout every checkpoint storage shares (so one inspector reads them all):
