@@ -72,17 +72,18 @@ class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
   }
 
   private createState(family: StateFamily<unknown>): unknown {
-    switch (family.descriptor.kind) {
+    const { descriptor } = family;
+    switch (descriptor.kind) {
       case 'value':
-        return new HeapValueState(this, family);
+        return new HeapValueState(this, family, descriptor.defaultValue);
       case 'list':
         return new HeapListState(this, family as StateFamily<unknown[]>);
       case 'map':
         return new HeapMapState(this, family as StateFamily<Map<unknown, unknown>>);
       case 'reducing':
-        return new HeapReducingState(this, family);
+        return new HeapReducingState(this, family, descriptor.reduce);
       case 'aggregating':
-        return new HeapAggregatingState(this, family);
+        return new HeapAggregatingState(this, family, descriptor.aggregate);
     }
   }
 
