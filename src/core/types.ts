@@ -83,6 +83,12 @@ export interface ValueStateDescriptor<S, STORED = unknown> extends StateDescript
   readonly kind: 'value';
   /** Value read for a key that holds none; copied per read, never shared between keys. */
   readonly defaultValue?: STORED;
+  /**
+   * True when values read from the state are never changed in place, only replaced through `update` (Flink: an
+   * immutable type, whose serializer's `copy` is the identity). A read while a snapshot still holds the value then
+   * hands out the value itself instead of a private copy. `reduce` sets it: its reducer returns a new value.
+   */
+  readonly immutable?: boolean;
 }
 
 /** A list of elements per key (`listState()`). */

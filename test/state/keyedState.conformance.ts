@@ -952,6 +952,46 @@ export function describeKeyedStateBackend(name: string, create: () => StateBacke
           expect(restoredObject.value()).toEqual({ n: i });
         }
       });
+
+      it('sees values as of the snapshot while aggregates change them in place and immutable or primitive values are replaced between its chunks', () => {
+        const averages = backend.getState(aggregatingState('avg', mean));
+        // As `reduce` registers its rolling value: replaced through update, never changed in place.
+        const replaced = backend.getState({ ...valueState<{ n: number }>('replaced'), immutable: true });
+        const counts = backend.getState(valueState<number>('count'));
+        for (let i = 0; i < 30; i++) {
+          backend.setCurrentKey(`k${i}`);
+          averages.add(i);
+          replaced.update({ n: i });
+          counts.update(i);
+        }
+        const snapshot = backend.snapshot();
+        const restored = open();
+        let round = 0;
+        for (const chunk of snapshot.materializeChunks(4)) {
+          restored.restore([throughJson(chunk)]);
+          round++;
+          for (let i = 0; i < 30; i++) {
+            backend.setCurrentKey(`k${i}`);
+            // `mean.add` changes the accumulator the snapshot still holds for the keys not yet read.
+            averages.add(1000);
+            replaced.update({ n: replaced.value()!.n - 100 });
+            counts.update(counts.value()! - 100);
+          }
+        }
+        snapshot.release();
+        expect(round).toBeGreaterThan(5);
+        const restoredAverages = restored.getState(aggregatingState('avg', mean));
+        const restoredReplaced = restored.getState(valueState<{ n: number }>('replaced'));
+        const restoredCounts = restored.getState(valueState<number>('count'));
+        for (let i = 0; i < 30; i++) {
+          restored.setCurrentKey(`k${i}`);
+          expect(restoredAverages.get()).toBe(i);
+          expect(restoredReplaced.value()).toEqual({ n: i });
+          expect(restoredCounts.value()).toBe(i);
+        }
+        backend.setCurrentKey('k3');
+        expect([averages.get(), replaced.value(), counts.value()]).toEqual([(3 + 1000 * round) / (round + 1), { n: 3 - 100 * round }, 3 - 100 * round]);
+      });
     });
   });
 }

@@ -134,18 +134,29 @@ export class HeapSnapshotStrategy {
         }
         return compacted[0];
       });
-      // Flat, no array per entry: state, key, value triples; with a namespace, quadruples apart.
-      let flat: unknown[] = [];
+      // Entries not yet in a piece (about: tables change while the snapshot is read), to size the next piece.
+      let remaining = 0;
+      for (const [, table] of tables) remaining += table.live.size;
+      for (const source of restored) remaining += source === undefined ? 0 : source.flat.length / 3 + source.namespaced.length / 4;
+      // Flat, no array per entry: state, key, value triples; with a namespace, quadruples apart. `flat` is made at
+      // the size of its piece and filled by index (`at`): grown by `push`, its elements were copied several times
+      // over (for 1M entries in pieces of 32 768, ~50 ms against ~20).
+      const pieceOf = () => new Array<unknown>(3 * Math.max(0, Math.min(maxEntries, remaining)));
+      let flat = pieceOf();
+      let at = 0;
       let namespaced: unknown[] = [];
       let count = 0;
       const take = (): KeyedStatePayload => {
+        flat.length = at;
+        remaining -= count;
         const payload: KeyedStatePayload =
           namespaced.length === 0
             ? { states, keyGroups: [], flat, range }
             : flat.length === 0
               ? { states, keyGroups: [], flatNamespaced: namespaced, range }
               : { states, keyGroups: [], flat, flatNamespaced: namespaced, range };
-        flat = [];
+        flat = pieceOf();
+        at = 0;
         namespaced = [];
         count = 0;
         return payload;
@@ -164,13 +175,19 @@ export class HeapSnapshotStrategy {
             if (old === ABSENT) continue;
             if (old !== undefined) value = old;
           }
-          if (namespace === '') flat.push(state, encodeKey(keys[i]!), serializer.encode(value));
-          else namespaced.push(state, encodeKey(keys[i]!), serializer.encode(value), namespace);
+          if (namespace === '') {
+            flat[at++] = state;
+            flat[at++] = encodeKey(keys[i]!);
+            flat[at++] = serializer.encode(value);
+          } else namespaced.push(state, encodeKey(keys[i]!), serializer.encode(value), namespace);
           if (++count >= maxEntries) yield take();
         }
         for (const [key, value] of missing) {
-          if (namespace === '') flat.push(state, encodeKey(key), serializer.encode(value));
-          else namespaced.push(state, encodeKey(key), serializer.encode(value), namespace);
+          if (namespace === '') {
+            flat[at++] = state;
+            flat[at++] = encodeKey(key);
+            flat[at++] = serializer.encode(value);
+          } else namespaced.push(state, encodeKey(key), serializer.encode(value), namespace);
           if (++count >= maxEntries) yield take();
         }
       }
@@ -179,14 +196,19 @@ export class HeapSnapshotStrategy {
         const source = restored[index];
         if (source === undefined) continue;
         for (let i = 0; i < source.flat.length; i += 3) {
-          flat.push(state, source.flat[i + 1], source.flat[i + 2]);
+          flat[at++] = state;
+          flat[at++] = source.flat[i + 1];
+          flat[at++] = source.flat[i + 2];
           if (++count >= maxEntries) yield take();
         }
         const entries = source.namespaced;
         for (let i = 0; i < entries.length; i += 4) {
           const namespace = entries[i + 3] as string;
-          if (namespace === '') flat.push(state, entries[i + 1], entries[i + 2]);
-          else namespaced.push(state, entries[i + 1], entries[i + 2], namespace);
+          if (namespace === '') {
+            flat[at++] = state;
+            flat[at++] = entries[i + 1];
+            flat[at++] = entries[i + 2];
+          } else namespaced.push(state, entries[i + 1], entries[i + 2], namespace);
           if (++count >= maxEntries) yield take();
         }
       }

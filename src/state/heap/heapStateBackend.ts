@@ -75,7 +75,7 @@ class HeapKeyedStateBackend implements KeyedStateBackend, KeyScope {
     const { descriptor } = family;
     switch (descriptor.kind) {
       case 'value':
-        return new HeapValueState(this, family, descriptor.defaultValue);
+        return new HeapValueState(this, family, descriptor.defaultValue, descriptor.immutable !== true);
       case 'list':
         return new HeapListState(this, family as StateFamily<unknown[]>);
       case 'map':

@@ -46,15 +46,22 @@ abstract class HeapState<V> {
 }
 
 export class HeapValueState<T> extends HeapState<T> implements ValueState<T> {
-  constructor(scope: KeyScope, family: StateFamily<T>, private readonly defaultValue: T | undefined) {
+  constructor(
+    scope: KeyScope,
+    family: StateFamily<T>,
+    private readonly defaultValue: T | undefined,
+    /** Whether reads may be changed in place by the caller (see `ValueStateDescriptor.immutable`). */
+    private readonly mutableReads: boolean,
+  ) {
     super(scope, family);
   }
 
   value(): T | undefined {
     const key = this.key();
     const table = this.readTable();
-    // Reads hand out a private copy while a snapshot is pending, so in-place mutation cannot reach the snapshot.
-    const value = table.snapshotting() ? table.mutable(key) : table.get(key);
+    // Reads hand out a private copy while a snapshot is pending, so in-place mutation cannot reach the snapshot;
+    // values that are only ever replaced need none.
+    const value = this.mutableReads && table.snapshotting() ? table.mutable(key) : table.get(key);
     if (value !== undefined) return value;
     const fallback = this.defaultValue;
     return fallback === undefined ? undefined : copyValue(fallback);

@@ -47,7 +47,8 @@ export class StateTable<V> {
     const value = this.live.get(key);
     // Handed out to be changed in place: with change tracking, the key counts as written.
     if (value !== undefined) this.changed?.add(key);
-    if (value === undefined || (this.overlays.length === 0 && this.captured.size === 0) || !this.needsPreserve(key)) return value;
+    // A primitive cannot be changed in place: only a write (which preserves the old value) replaces it.
+    if (typeof value !== 'object' || value === null || (this.overlays.length === 0 && this.captured.size === 0) || !this.needsPreserve(key)) return value;
     this.preserve(key);
     for (const copied of this.captured.values()) copied.add(key);
     const copy = this.copy(value);
