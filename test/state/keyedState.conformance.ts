@@ -480,6 +480,33 @@ export function describeKeyedStateBackend(name: string, create: () => StateBacke
         expect(restored.keyCount()).toBe(3);
       });
 
+      it('read in chunks, see the state as of snapshot() and leave the live state as written since', () => {
+        const value = backend.getState(valueState<number>('value'));
+        for (let i = 0; i < 10; i++) {
+          backend.setCurrentKey(`k${i}`);
+          value.update(i);
+        }
+        const snapshot = backend.snapshot();
+        // Between the barrier and the first chunk: a key changed, one removed, one removed and added back, one new.
+        const written: [string, number | undefined][] = [['k1', 100], ['k2', undefined], ['k3', undefined], ['k3', 300], ['new', 1]];
+        for (const [key, next] of written) {
+          backend.setCurrentKey(key);
+          value.update(next);
+        }
+        const restored = open();
+        for (const chunk of snapshot.materializeChunks(3)) restored.restore([throughJson(chunk)]);
+        snapshot.release();
+        const read = (from: KeyedStateBackend, keys: string[]) =>
+          keys.map((key) => {
+            from.setCurrentKey(key);
+            return from.getState(valueState<number>('value')).value();
+          });
+        const keys = [...Array.from({ length: 10 }, (_, i) => `k${i}`), 'new'];
+        expect(read(restored, keys)).toEqual([...Array.from({ length: 10 }, (_, i) => i), undefined]);
+        expect(read(backend, keys)).toEqual([0, 100, undefined, 300, 4, 5, 6, 7, 8, 9, 1]);
+        expect(backend.keyCount()).toBe(10);
+      });
+
       it('leave the live state as written after the snapshot', () => {
         const list = backend.getState(listState<number>('list'));
         backend.setCurrentKey('a');

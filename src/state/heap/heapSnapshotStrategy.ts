@@ -5,7 +5,7 @@ import { SnapshotChunker, wholePayload } from '../snapshotChunker.js';
 import { metaOf } from '../stateChecks.js';
 import { compactSources, type PendingSource, type PendingState } from './pendingState.js';
 import type { StateFamily } from './stateFamily.js';
-import { ABSENT, type Overlay, type StateTable } from './stateTable.js';
+import type { Overlay, StateTable } from './stateTable.js';
 
 /** A pending state as a snapshot sees it: its entries, each key once (`state` of each entry is meaningless). */
 interface PendingCapture {
@@ -166,15 +166,10 @@ export class HeapSnapshotStrategy {
         const state = tableStates[source]!;
         const serializer = table.descriptor.serializer;
         // Each table's keys and values as of the snapshot, taken when its turn comes (see `captureAsOf`): the
-        // tables are not copied all at once, and a key is looked up only when written since the barrier.
-        const { keys, values, fix, missing } = table.captureAsOf(overlay);
+        // tables are not copied all at once, and only the keys written since the barrier are looked up.
+        const { keys, values, missing } = table.captureAsOf(overlay);
         for (let i = 0; i < keys.length; i++) {
-          let value: unknown = values[i];
-          if (fix !== undefined) {
-            const old = fix.get(keys[i]!);
-            if (old === ABSENT) continue;
-            if (old !== undefined) value = old;
-          }
+          const value = values[i];
           if (namespace === '') {
             flat[at++] = state;
             flat[at++] = encodeKey(keys[i]!);
