@@ -330,6 +330,23 @@ export function describeKeyedStateBackend(name: string, create: () => StateBacke
         expect(second.value()).toBe(5);
       });
 
+      it('hands out one state object per name, whichever descriptor asks, and reports each state registered once', () => {
+        const registered: string[] = [];
+        const clock = { processingTime: () => 0, eventTime: () => 0 };
+        const own = create().createKeyedBackend({
+          uid: 'op',
+          maxParallelism: DEFAULT_MAX_PARALLELISM,
+          keyGroupRange: ALL_GROUPS,
+          clock,
+          onStateRegistered: (descriptor) => registered.push(descriptor.name),
+        });
+        opened.push(own);
+        const first = own.getState(valueState<number>('v'));
+        expect(own.getState(valueState<number>('v'))).toBe(first);
+        expect(own.getState(listState<number>('l'))).toBe(own.getState(listState<number>('l')));
+        expect(registered).toEqual(['v', 'l']);
+      });
+
       it('rejects a state name registered again as another kind with StateDescriptorConflictError', () => {
         backend.getState(valueState<number>('s'));
         expect(() => backend.getState(listState<number>('s'))).toThrow(StateDescriptorConflictError);
