@@ -11,15 +11,24 @@ export interface AggregateFunction<IN, ACC, OUT> {
   merge(a: ACC, b: ACC): ACC;
 }
 
-/** Names a piece of keyed state and says how to build, default and serialize it. Create with `valueState()` & co. */
-export interface StateDescriptor<S, STORED = unknown> {
+/**
+ * Names a piece of keyed state and says how to build, default and serialize it: one shape per kind (`kind` tells
+ * them apart), so a reducing state always carries its `reduce` and an aggregating one its `aggregate`. Create with
+ * `valueState()` & co.
+ * @example const seen: StateDescriptor<ValueState<number>, number> = valueState<number>('seen', { default: 0 });
+ */
+export type StateDescriptor<S, STORED = unknown> =
+  | ValueStateDescriptor<S, STORED>
+  | ListStateDescriptor<S, STORED>
+  | MapStateDescriptor<S, STORED>
+  | ReducingStateDescriptor<S, STORED>
+  | AggregatingStateDescriptor<S, STORED>;
+
+/** What the descriptors of every kind carry. */
+export interface StateDescriptorBase<S, STORED> {
   readonly name: string;
   readonly kind: StateKind;
   readonly serializer: Serializer<STORED>;
-  /** Value read for a key that holds none (value state only); copied per read, never shared between keys. */
-  readonly defaultValue?: STORED;
-  readonly reduce?: (a: STORED, b: STORED) => STORED;
-  readonly aggregate?: AggregateFunction<unknown, STORED, unknown>;
   /** Name under which `running.query` and the queryable state server read this state; unique within a job. */
   readonly queryable?: string;
   /** Version of the stored values' schema (1 when absent), recorded with the state; see `migrate`. */
@@ -33,6 +42,41 @@ export interface StateDescriptor<S, STORED = unknown> {
   readonly ttl?: StateTtlConfig;
   /** Phantom field carrying the state object's type; never set. */
   readonly __state?: S;
+}
+
+/** A single value per key (`valueState()`). */
+export interface ValueStateDescriptor<S, STORED = unknown> extends StateDescriptorBase<S, STORED> {
+  readonly kind: 'value';
+  /** Value read for a key that holds none; copied per read, never shared between keys. */
+  readonly defaultValue?: STORED;
+  /**
+   * True when values read from the state are never changed in place, only replaced through `update` (Flink: an
+   * immutable type, whose serializer's `copy` is the identity). A read while a snapshot still holds the value then
+   * hands out the value itself instead of a private copy. `reduce` sets it: its reducer returns a new value.
+   */
+  readonly immutable?: boolean;
+}
+
+/** A list of elements per key (`listState()`). */
+export interface ListStateDescriptor<S, STORED = unknown> extends StateDescriptorBase<S, STORED> {
+  readonly kind: 'list';
+}
+
+/** A map per key (`mapState()`). */
+export interface MapStateDescriptor<S, STORED = unknown> extends StateDescriptorBase<S, STORED> {
+  readonly kind: 'map';
+}
+
+/** Values folded into one as they are added (`reducingState()`). */
+export interface ReducingStateDescriptor<S, STORED = unknown> extends StateDescriptorBase<S, STORED> {
+  readonly kind: 'reducing';
+  readonly reduce: (a: STORED, b: STORED) => STORED;
+}
+
+/** Values added into an accumulator (`aggregatingState()`). */
+export interface AggregatingStateDescriptor<S, STORED = unknown> extends StateDescriptorBase<S, STORED> {
+  readonly kind: 'aggregating';
+  readonly aggregate: AggregateFunction<unknown, STORED, unknown>;
 }
 
 /**

@@ -193,7 +193,7 @@ export class StateQueries implements QueryableStateReader {
 /** What a query returns for a stored value: an aggregating state's result rather than its accumulator. */
 function view(descriptor: StateDescriptor<unknown>, stored: unknown): unknown {
   if (stored === undefined) return undefined;
-  return descriptor.kind === 'aggregating' ? descriptor.aggregate!.getResult(stored) : stored;
+  return descriptor.kind === 'aggregating' ? descriptor.aggregate.getResult(stored) : stored;
 }
 
 function insertionPoint(sorted: readonly Key[], key: Key): number {

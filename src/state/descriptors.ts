@@ -1,13 +1,17 @@
 import type {
   AggregateFunction,
   AggregatingState,
+  AggregatingStateDescriptor,
   ListState,
+  ListStateDescriptor,
   MapState,
+  MapStateDescriptor,
   ReducingState,
+  ReducingStateDescriptor,
   Serializer,
-  StateDescriptor,
   StateTtlConfig,
   ValueState,
+  ValueStateDescriptor,
 } from '../core/types.js';
 import { autoSerializer, mapSerializer } from './serializers.js';
 import { checkTtl } from './ttl/ttlConfig.js';
@@ -54,7 +58,7 @@ function common<T>(name: string, options: StateOptions<T>) {
  * const seen = valueState<number>('seen', { default: 0 });
  * // in a process function: ctx.state(seen).update(ctx.state(seen).value()! + 1)
  */
-export function valueState<T>(name: string, options: StateOptions<T> & { default?: T } = {}): StateDescriptor<ValueState<T>, T> {
+export function valueState<T>(name: string, options: StateOptions<T> & { default?: T } = {}): ValueStateDescriptor<ValueState<T>, T> {
   return { name, kind: 'value', serializer: options.serializer ?? autoSerializer<T>(), defaultValue: options.default, ...common(name, options) };
 }
 
@@ -62,7 +66,7 @@ export function valueState<T>(name: string, options: StateOptions<T> & { default
  * A list of elements per key.
  * @example const recent = listState<string>('recent');
  */
-export function listState<T>(name: string, options: StateOptions<T[]> = {}): StateDescriptor<ListState<T>, T[]> {
+export function listState<T>(name: string, options: StateOptions<T[]> = {}): ListStateDescriptor<ListState<T>, T[]> {
   return { name, kind: 'list', serializer: options.serializer ?? autoSerializer<T[]>(), ...common(name, options) };
 }
 
@@ -70,7 +74,7 @@ export function listState<T>(name: string, options: StateOptions<T[]> = {}): Sta
  * A map per key.
  * @example const perPage = mapState<string, number>('per-page');
  */
-export function mapState<K, V>(name: string, options: StateOptions<Map<K, V>> = {}): StateDescriptor<MapState<K, V>, Map<K, V>> {
+export function mapState<K, V>(name: string, options: StateOptions<Map<K, V>> = {}): MapStateDescriptor<MapState<K, V>, Map<K, V>> {
   return { name, kind: 'map', serializer: options.serializer ?? mapSerializer<K, V>(), ...common(name, options) };
 }
 
@@ -82,7 +86,7 @@ export function reducingState<T>(
   name: string,
   reduce: (a: T, b: T) => T,
   options: StateOptions<T> = {},
-): StateDescriptor<ReducingState<T>, T> {
+): ReducingStateDescriptor<ReducingState<T>, T> {
   return { name, kind: 'reducing', serializer: options.serializer ?? autoSerializer<T>(), reduce, ...common(name, options) };
 }
 
@@ -94,7 +98,7 @@ export function aggregatingState<IN, ACC, OUT>(
   name: string,
   aggregate: AggregateFunction<IN, ACC, OUT>,
   options: StateOptions<ACC> = {},
-): StateDescriptor<AggregatingState<IN, OUT>, ACC> {
+): AggregatingStateDescriptor<AggregatingState<IN, OUT>, ACC> {
   return {
     name,
     kind: 'aggregating',

@@ -12,9 +12,9 @@ export function mergeStateValues(descriptor: StateDescriptor<unknown>, a: unknow
     case 'map':
       return new Map([...(a as Map<unknown, unknown>), ...(b as Map<unknown, unknown>)]);
     case 'reducing':
-      return descriptor.reduce!(a, b);
+      return descriptor.reduce(a, b);
     case 'aggregating':
-      return descriptor.aggregate!.merge(a, b);
+      return descriptor.aggregate.merge(a, b);
     case 'value':
       return b;
   }

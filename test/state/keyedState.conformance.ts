@@ -330,6 +330,23 @@ export function describeKeyedStateBackend(name: string, create: () => StateBacke
         expect(second.value()).toBe(5);
       });
 
+      it('hands out one state object per name, whichever descriptor asks, and reports each state registered once', () => {
+        const registered: string[] = [];
+        const clock = { processingTime: () => 0, eventTime: () => 0 };
+        const own = create().createKeyedBackend({
+          uid: 'op',
+          maxParallelism: DEFAULT_MAX_PARALLELISM,
+          keyGroupRange: ALL_GROUPS,
+          clock,
+          onStateRegistered: (descriptor) => registered.push(descriptor.name),
+        });
+        opened.push(own);
+        const first = own.getState(valueState<number>('v'));
+        expect(own.getState(valueState<number>('v'))).toBe(first);
+        expect(own.getState(listState<number>('l'))).toBe(own.getState(listState<number>('l')));
+        expect(registered).toEqual(['v', 'l']);
+      });
+
       it('rejects a state name registered again as another kind with StateDescriptorConflictError', () => {
         backend.getState(valueState<number>('s'));
         expect(() => backend.getState(listState<number>('s'))).toThrow(StateDescriptorConflictError);
@@ -478,6 +495,33 @@ export function describeKeyedStateBackend(name: string, create: () => StateBacke
         expect(r.value.value()).toBeUndefined();
         expect(r.list.get()).toEqual([]);
         expect(restored.keyCount()).toBe(3);
+      });
+
+      it('read in chunks, see the state as of snapshot() and leave the live state as written since', () => {
+        const value = backend.getState(valueState<number>('value'));
+        for (let i = 0; i < 10; i++) {
+          backend.setCurrentKey(`k${i}`);
+          value.update(i);
+        }
+        const snapshot = backend.snapshot();
+        // Between the barrier and the first chunk: a key changed, one removed, one removed and added back, one new.
+        const written: [string, number | undefined][] = [['k1', 100], ['k2', undefined], ['k3', undefined], ['k3', 300], ['new', 1]];
+        for (const [key, next] of written) {
+          backend.setCurrentKey(key);
+          value.update(next);
+        }
+        const restored = open();
+        for (const chunk of snapshot.materializeChunks(3)) restored.restore([throughJson(chunk)]);
+        snapshot.release();
+        const read = (from: KeyedStateBackend, keys: string[]) =>
+          keys.map((key) => {
+            from.setCurrentKey(key);
+            return from.getState(valueState<number>('value')).value();
+          });
+        const keys = [...Array.from({ length: 10 }, (_, i) => `k${i}`), 'new'];
+        expect(read(restored, keys)).toEqual([...Array.from({ length: 10 }, (_, i) => i), undefined]);
+        expect(read(backend, keys)).toEqual([0, 100, undefined, 300, 4, 5, 6, 7, 8, 9, 1]);
+        expect(backend.keyCount()).toBe(10);
       });
 
       it('leave the live state as written after the snapshot', () => {
@@ -951,6 +995,46 @@ export function describeKeyedStateBackend(name: string, create: () => StateBacke
           expect(restoredList.get()).toEqual([i]);
           expect(restoredObject.value()).toEqual({ n: i });
         }
+      });
+
+      it('sees values as of the snapshot while aggregates change them in place and immutable or primitive values are replaced between its chunks', () => {
+        const averages = backend.getState(aggregatingState('avg', mean));
+        // As `reduce` registers its rolling value: replaced through update, never changed in place.
+        const replaced = backend.getState({ ...valueState<{ n: number }>('replaced'), immutable: true });
+        const counts = backend.getState(valueState<number>('count'));
+        for (let i = 0; i < 30; i++) {
+          backend.setCurrentKey(`k${i}`);
+          averages.add(i);
+          replaced.update({ n: i });
+          counts.update(i);
+        }
+        const snapshot = backend.snapshot();
+        const restored = open();
+        let round = 0;
+        for (const chunk of snapshot.materializeChunks(4)) {
+          restored.restore([throughJson(chunk)]);
+          round++;
+          for (let i = 0; i < 30; i++) {
+            backend.setCurrentKey(`k${i}`);
+            // `mean.add` changes the accumulator the snapshot still holds for the keys not yet read.
+            averages.add(1000);
+            replaced.update({ n: replaced.value()!.n - 100 });
+            counts.update(counts.value()! - 100);
+          }
+        }
+        snapshot.release();
+        expect(round).toBeGreaterThan(5);
+        const restoredAverages = restored.getState(aggregatingState('avg', mean));
+        const restoredReplaced = restored.getState(valueState<{ n: number }>('replaced'));
+        const restoredCounts = restored.getState(valueState<number>('count'));
+        for (let i = 0; i < 30; i++) {
+          restored.setCurrentKey(`k${i}`);
+          expect(restoredAverages.get()).toBe(i);
+          expect(restoredReplaced.value()).toEqual({ n: i });
+          expect(restoredCounts.value()).toBe(i);
+        }
+        backend.setCurrentKey('k3');
+        expect([averages.get(), replaced.value(), counts.value()]).toEqual([(3 + 1000 * round) / (round + 1), { n: 3 - 100 * round }, 3 - 100 * round]);
       });
     });
   });

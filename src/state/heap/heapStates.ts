@@ -1,4 +1,4 @@
-import type { AggregatingState, Key, ListState, MapState, ReducingState, ValueState } from '../../core/types.js';
+import type { AggregateFunction, AggregatingState, Key, ListState, MapState, ReducingState, ValueState } from '../../core/types.js';
 import { copyValue } from '../copyValue.js';
 import { checkedElements, checkedEntries, rejectNull } from '../stateChecks.js';
 import type { StateFamily } from './stateFamily.js';
@@ -46,13 +46,24 @@ abstract class HeapState<V> {
 }
 
 export class HeapValueState<T> extends HeapState<T> implements ValueState<T> {
+  constructor(
+    scope: KeyScope,
+    family: StateFamily<T>,
+    private readonly defaultValue: T | undefined,
+    /** Whether reads may be changed in place by the caller (see `ValueStateDescriptor.immutable`). */
+    private readonly mutableReads: boolean,
+  ) {
+    super(scope, family);
+  }
+
   value(): T | undefined {
     const key = this.key();
     const table = this.readTable();
-    // Reads hand out a private copy while a snapshot is pending, so in-place mutation cannot reach the snapshot.
-    const value = table.snapshotting() ? table.mutable(key) : table.get(key);
+    // Reads hand out a private copy while a snapshot is pending, so in-place mutation cannot reach the snapshot;
+    // values that are only ever replaced need none.
+    const value = this.mutableReads && table.snapshotting() ? table.mutable(key) : table.get(key);
     if (value !== undefined) return value;
-    const fallback = this.family.descriptor.defaultValue;
+    const fallback = this.defaultValue;
     return fallback === undefined ? undefined : copyValue(fallback);
   }
 
@@ -147,6 +158,10 @@ export class HeapMapState<K, V> extends HeapState<Map<K, V>> implements MapState
 }
 
 export class HeapReducingState<T> extends HeapState<T> implements ReducingState<T> {
+  constructor(scope: KeyScope, family: StateFamily<T>, private readonly reduce: (a: T, b: T) => T) {
+    super(scope, family);
+  }
+
   get(): T | undefined {
     return this.read();
   }
@@ -156,21 +171,25 @@ export class HeapReducingState<T> extends HeapState<T> implements ReducingState<
     const key = this.key();
     const table = this.writeTable();
     const current = table.get(key);
-    table.set(key, current === undefined ? value : this.family.descriptor.reduce!(current, value));
+    table.set(key, current === undefined ? value : this.reduce(current, value));
   }
 }
 
 export class HeapAggregatingState<IN, ACC, OUT> extends HeapState<ACC> implements AggregatingState<IN, OUT> {
+  constructor(scope: KeyScope, family: StateFamily<ACC>, private readonly aggregate: AggregateFunction<unknown, ACC, unknown>) {
+    super(scope, family);
+  }
+
   get(): OUT | undefined {
     const accumulator = this.read();
-    return accumulator === undefined ? undefined : (this.family.descriptor.aggregate!.getResult(accumulator) as OUT);
+    return accumulator === undefined ? undefined : (this.aggregate.getResult(accumulator) as OUT);
   }
 
   add(value: IN): void {
     rejectNull(value, this.name, 'cannot add');
     const key = this.key();
     const table = this.writeTable();
-    const aggregate = this.family.descriptor.aggregate!;
+    const { aggregate } = this;
     // `add` may mutate the accumulator in place (Flink allows it), so take a copy-on-write view of it.
     const held = table.mutable(key);
     const accumulator = held ?? aggregate.createAccumulator();

@@ -19,7 +19,6 @@ import { mergeStateValues } from '../mergeStateValues.js';
 import {
   checkKeyType,
   checkRestoredMeta,
-  checkSameRegistration,
   encodedKeyType,
   metaOf,
   needsMigration,
@@ -34,6 +33,7 @@ import { MapRows } from './mapRows.js';
 import type { RowStore, StateDatabase } from './rowStore.js';
 import { ValueRows } from './valueRows.js';
 import { removeAbandonedWorkingDirectories, workingDirectoryPrefix } from './workingDirectories.js';
+import { StateRegistry } from '../stateRegistry.js';
 import { withStateTtl } from '../ttl/withStateTtl.js';
 
 export interface LmdbStateBackendOptions {
@@ -117,7 +117,7 @@ class LmdbKeyedStateBackend implements KeyedStateBackend, RowStore {
   private groupKey: Key | undefined;
   private group = 0;
   private readonly slots = new Map<string, Slot>();
-  private readonly states = new Map<StateDescriptor<unknown>, unknown>();
+  private readonly registry: StateRegistry<Slot>;
   private readonly valueRows: ValueRows<unknown>[] = [];
   private buffered = 0;
   private readonly snapshots = new Set<KeyedSnapshot>();
@@ -137,6 +137,7 @@ class LmdbKeyedStateBackend implements KeyedStateBackend, RowStore {
   ) {
     mkdirSync(options.path, { recursive: true });
     this.directory = mkdtempSync(workingDirectoryPrefix(options.path));
+    this.registry = new StateRegistry(uid, options.onStateRegistered, (descriptor) => this.createSlot(descriptor));
     // Working state is rebuilt from a checkpoint after a crash, so it needs no durability: no fsync, no compression.
     this.db = open<unknown, Buffer>({
       path: this.directory,
@@ -213,11 +214,7 @@ class LmdbKeyedStateBackend implements KeyedStateBackend, RowStore {
 
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any stored type
   getState<S>(descriptor: StateDescriptor<S, any>): S {
-    const known = this.states.get(descriptor as StateDescriptor<unknown>);
-    if (known !== undefined) return known as S;
-    const state = this.createState(this.register(descriptor as StateDescriptor<unknown>), descriptor as StateDescriptor<unknown>);
-    this.states.set(descriptor as StateDescriptor<unknown>, state);
-    return state as S;
+    return this.registry.state(descriptor as StateDescriptor<unknown>, (slot, first) => this.createState(slot, first) as S);
   }
 
   private createState(slot: Slot, descriptor: StateDescriptor<unknown>): unknown {
@@ -236,18 +233,18 @@ class LmdbKeyedStateBackend implements KeyedStateBackend, RowStore {
   }
 
   private register(descriptor: StateDescriptor<unknown>): Slot {
+    return this.registry.register(descriptor);
+  }
+
+  /** The slot of a state registered now: its restored rows (adopted if need be), or new ones. */
+  private createSlot(descriptor: StateDescriptor<unknown>): Slot {
     let slot = this.slots.get(descriptor.name);
-    if (slot?.descriptor !== undefined) {
-      checkSameRegistration(this.uid, slot.descriptor, descriptor);
-      return slot;
-    }
     // A descriptor that does not fit restored state is rejected before it takes the name.
     if (slot !== undefined) {
       checkRestoredMeta(this.uid, slot.meta, descriptor);
       if (slot.keyTypes && this.key !== undefined) checkKeyType(this.uid, descriptor.name, slot.keyTypes, this.key);
       if (needsMigration(slot.meta, descriptor)) slot.needsAdoption = true;
     }
-    this.options.onStateRegistered?.(descriptor);
     if (slot === undefined) this.slots.set(descriptor.name, (slot = { id: this.slots.size, meta: metaOf(descriptor), needsAdoption: false }));
     const rows =
       descriptor.kind === 'map'
@@ -401,7 +398,7 @@ class LmdbKeyedStateBackend implements KeyedStateBackend, RowStore {
     this.disposed = true;
     for (const snapshot of Array.from(this.snapshots)) snapshot.release();
     this.slots.clear();
-    this.states.clear();
+    this.registry.clear();
     this.valueRows.length = 0;
     // Closing returns a promise for pending writes, and there are none: every write here is synchronous.
     void this.db.close();

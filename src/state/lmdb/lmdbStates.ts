@@ -1,4 +1,13 @@
-import type { AggregatingState, ListState, MapState, ReducingState, StateDescriptor, ValueState } from '../../core/types.js';
+import type {
+  AggregatingState,
+  AggregatingStateDescriptor,
+  ListState,
+  MapState,
+  ReducingState,
+  ReducingStateDescriptor,
+  ValueState,
+  ValueStateDescriptor,
+} from '../../core/types.js';
 import { copyValue } from '../copyValue.js';
 import { checkedElements, checkedEntries, rejectNull } from '../stateChecks.js';
 import type { MapRows } from './mapRows.js';
@@ -13,7 +22,7 @@ import type { ValueRows } from './valueRows.js';
  */
 
 export class LmdbValueState<T> implements ValueState<T> {
-  constructor(private readonly store: RowStore, private readonly rows: ValueRows<T>, private readonly descriptor: StateDescriptor<unknown, T>) {}
+  constructor(private readonly store: RowStore, private readonly rows: ValueRows<T>, private readonly descriptor: ValueStateDescriptor<unknown, T>) {}
 
   value(): T | undefined {
     const value = this.rows.get(this.store.currentKey(this.descriptor.name));
@@ -122,7 +131,7 @@ export class LmdbMapState<K, V> implements MapState<K, V> {
 }
 
 export class LmdbReducingState<T> implements ReducingState<T> {
-  constructor(private readonly store: RowStore, private readonly rows: ValueRows<T>, private readonly descriptor: StateDescriptor<unknown, T>) {}
+  constructor(private readonly store: RowStore, private readonly rows: ValueRows<T>, private readonly descriptor: ReducingStateDescriptor<unknown, T>) {}
 
   get(): T | undefined {
     return this.rows.get(this.store.currentKey(this.descriptor.name));
@@ -132,7 +141,7 @@ export class LmdbReducingState<T> implements ReducingState<T> {
     rejectNull(value, this.descriptor.name, 'cannot add');
     const key = this.store.currentKey(this.descriptor.name);
     const current = this.rows.get(key);
-    this.rows.set(key, current === undefined ? value : this.descriptor.reduce!(current, value));
+    this.rows.set(key, current === undefined ? value : this.descriptor.reduce(current, value));
   }
 
   clear(): void {
@@ -141,17 +150,17 @@ export class LmdbReducingState<T> implements ReducingState<T> {
 }
 
 export class LmdbAggregatingState<IN, ACC, OUT> implements AggregatingState<IN, OUT> {
-  constructor(private readonly store: RowStore, private readonly rows: ValueRows<ACC>, private readonly descriptor: StateDescriptor<unknown, ACC>) {}
+  constructor(private readonly store: RowStore, private readonly rows: ValueRows<ACC>, private readonly descriptor: AggregatingStateDescriptor<unknown, ACC>) {}
 
   get(): OUT | undefined {
     const accumulator = this.rows.get(this.store.currentKey(this.descriptor.name));
-    return accumulator === undefined ? undefined : (this.descriptor.aggregate!.getResult(accumulator) as OUT);
+    return accumulator === undefined ? undefined : (this.descriptor.aggregate.getResult(accumulator) as OUT);
   }
 
   add(value: IN): void {
     rejectNull(value, this.descriptor.name, 'cannot add');
     const key = this.store.currentKey(this.descriptor.name);
-    const aggregate = this.descriptor.aggregate!;
+    const aggregate = this.descriptor.aggregate;
     this.rows.set(key, aggregate.add(value, this.rows.get(key) ?? aggregate.createAccumulator()));
   }
 

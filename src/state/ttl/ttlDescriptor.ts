@@ -94,29 +94,41 @@ export function ttlSerializer(inner: Serializer<unknown>, kind: StateKind): Seri
  * An expired value takes no part in a reduction or merge, as with Flink's TTL reducing and aggregating states.
  */
 export function storedDescriptor(descriptor: StateDescriptor<unknown>, config: ResolvedTtl, now: () => number): StateDescriptor<unknown> {
-  const { name, kind, version, queryable, ttl, migrate, reduce, aggregate } = descriptor;
+  const { name, kind, version, queryable, ttl, migrate } = descriptor;
   const live = (stamped: Stamped<unknown>, time: number) => !isExpired(stamped[1], config, time);
-  const stored: { -readonly [K in keyof StateDescriptor<unknown>]: StateDescriptor<unknown>[K] } = {
+  const common = {
     name,
-    kind,
     version,
     queryable,
     ttl,
     serializer: ttlSerializer(descriptor.serializer, kind),
+    ...(migrate === undefined
+      ? {}
+      : { migrate: (value: unknown, from: number) => [migrate((value as Stamped<unknown>)[0], from), (value as Stamped<unknown>)[1]] }),
   };
-  if (migrate) stored.migrate = (value, from) => [migrate((value as Stamped<unknown>)[0], from), (value as Stamped<unknown>)[1]];
-  if (reduce) {
-    stored.reduce = (a, b) => {
-      const [x, y] = [a as Stamped<unknown>, b as Stamped<unknown> | typeof RESTAMP];
-      const time = now();
-      if (y === RESTAMP) return [x[0], time];
-      if (!live(x, time)) return y;
-      if (!live(y, time)) return x;
-      return [reduce(x[0], y[0]), Math.max(x[1], y[1])];
-    };
+  switch (descriptor.kind) {
+    case 'reducing': {
+      const { reduce } = descriptor;
+      return {
+        ...common,
+        kind: 'reducing',
+        reduce: (a, b) => {
+          const [x, y] = [a as Stamped<unknown>, b as Stamped<unknown> | typeof RESTAMP];
+          const time = now();
+          if (y === RESTAMP) return [x[0], time];
+          if (!live(x, time)) return y;
+          if (!live(y, time)) return x;
+          return [reduce(x[0], y[0]), Math.max(x[1], y[1])];
+        },
+      };
+    }
+    case 'aggregating':
+      return { ...common, kind: 'aggregating', aggregate: stampedAggregate(descriptor.aggregate, live, now) };
+    case 'value':
+    case 'list':
+    case 'map':
+      return { ...common, kind: descriptor.kind };
   }
-  if (aggregate) stored.aggregate = stampedAggregate(aggregate, live, now);
-  return stored;
 }
 
 /**

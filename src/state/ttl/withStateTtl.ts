@@ -1,6 +1,5 @@
 import { StateDescriptorConflictError } from '../../core/errors.js';
 import type {
-  AggregateFunction,
   Key,
   KeyedBackendOptions,
   KeyedSnapshot,
@@ -223,7 +222,7 @@ function ttlState(scope: TtlScope, inner: unknown, descriptor: StateDescriptor<u
     case 'reducing':
       return new TtlReducingState(scope, inner as never);
     case 'aggregating':
-      return new TtlAggregatingState(scope, inner as never, descriptor.aggregate as AggregateFunction<unknown, unknown, unknown>);
+      return new TtlAggregatingState(scope, inner as never, descriptor.aggregate);
   }
 }
 
