@@ -1,10 +1,10 @@
-import { SideOutputElement } from '../core/elements.js';
 import { NoKeyedContextError } from '../core/errors.js';
 import type { TaskContext } from '../core/graph.js';
 import type { Json, KeyedStateBackend, StateDescriptor } from '../core/types.js';
 import { TimerService, type TimeDomain } from '../time/timerService.js';
 import { UserFunctionGuard } from '../core/userFunctionFailure.js';
 import type { Output, ProcessContext, TimerContext, Timers } from './processFunction.js';
+import { output } from './output.js';
 
 /**
  * The context, output and timer service of a keyed process function, shared by `process`, `coProcess` and
@@ -71,6 +71,6 @@ export function keyedContext<R>(
       );
     },
   };
-  const out: Output<R> = { emit, side: (tag, value) => emit(new SideOutputElement(tag.id, value, record.current) as never) };
+  const out = output(emit, record);
   return { ctx, out, service };
 }
