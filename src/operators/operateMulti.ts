@@ -130,6 +130,7 @@ export function operateMulti<R>(inputs: Flow<unknown>[], spec: MultiInputSpec<R>
             next(element) {
               if (!subscriber.closed) guard.call(push, element);
             },
+            dropsAfterEnd: true,
             error: (error) => subscriber.error(error),
             complete: () => {
               if (!subscriber.closed) aligner.end(input);

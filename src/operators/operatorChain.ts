@@ -66,6 +66,7 @@ function runChain(
   const stop = subscribeTo(source, {
     // eslint-disable-next-line @typescript-eslint/unbound-method -- links never use `this` (see linkOperator)
     next: first.next,
+    dropsAfterEnd: true,
     error: (error) => end.error(error),
     complete: () => {
       if (!end.closed) first.complete();
