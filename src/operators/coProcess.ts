@@ -1,10 +1,8 @@
 import { KeyedFlow, type Flow } from '../core/flow.js';
 import type { KeySelector } from '../core/graph.js';
-import { savedTimers } from '../time/timerService.js';
 import type { ConnectedFlows } from './connect.js';
-import { operateMulti, restoredStates, type MultiInputHandler } from './operateMulti.js';
+import { coProcessOperator } from './coProcessInternals.js';
 import { checkStates } from './keyedOperate.js';
-import { keyedContext } from './keyedContext.js';
 import type { Output, ProcessContext, ProcessOptions, TimerContext } from './processFunction.js';
 
 /** Flink's (Keyed)CoProcessFunction: one method per input, sharing keyed state and timers. */
@@ -30,24 +28,18 @@ export function coProcess<A, B, R>(fn: CoProcessFunction<A, B, R>, options: Pick
     const secondFlow = second as Flow<B>;
     const keySelectors =
       first instanceof KeyedFlow ? [first.keySelector as KeySelector<unknown>, (secondFlow as KeyedFlow<B>).keySelector as KeySelector<unknown>] : undefined;
-    return operateMulti<R>([first, secondFlow], {
+    return coProcessOperator<R>([first, secondFlow], {
       kind: 'coProcess',
       uid: options.uid,
       keySelectors,
       states: checkStates('coProcess', options.states, keySelectors !== undefined),
-      setup(task, emit, fail, backend) {
-        const { ctx, out, service } = keyedContext<R>(task, emit, fail, backend, savedTimers(restoredStates(task)), (time) => fn.onTimer?.(time, ctx as TimerContext, out), 'coProcess');
-        const handler: MultiInputHandler = {
-          onRecord(input, value) {
-            if (input === 0) fn.onElement1(value as A, ctx, out);
-            else fn.onElement2(value as B, ctx, out);
-          },
-          onWatermark: (timestamp) => service?.advanceWatermark(timestamp),
-          snapshotOperatorState: () => (service ? { timers: service.snapshot() } : null),
-          dispose: () => service?.dispose(),
-        };
-        return handler;
-      },
+      setup: ({ ctx, out }) => ({
+        onRecord(input, value) {
+          if (input === 0) fn.onElement1(value as A, ctx, out);
+          else fn.onElement2(value as B, ctx, out);
+        },
+        onTimer: (time, timerCtx, timerOut) => fn.onTimer?.(time, timerCtx, timerOut),
+      }),
     });
   };
 }

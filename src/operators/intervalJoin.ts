@@ -2,10 +2,7 @@ import { JobDefinitionError } from '../core/errors.js';
 import { KeyedFlow, type Flow } from '../core/flow.js';
 import type { KeySelector } from '../core/graph.js';
 import { mapState } from '../state/descriptors.js';
-import { keyedContext } from './keyedContext.js';
-import { savedTimers } from '../time/timerService.js';
-import { operateMulti, restoredStates } from './operateMulti.js';
-import type { TimerContext } from './processFunction.js';
+import { coProcessOperator } from './coProcessInternals.js';
 
 export interface IntervalJoinOptions<A, B, R> {
   /** A right element at `tr` joins a left element at `tl` when `tl + lowerBound <= tr <= tl + upperBound`. */
@@ -33,13 +30,13 @@ export function intervalJoin<A, B, R>(left: Flow<A>, right: Flow<B>, options: In
   }
   const leftBuffer = mapState<number, A[]>('interval-join-left');
   const rightBuffer = mapState<number, B[]>('interval-join-right');
-  return operateMulti<R>([left as Flow<unknown>, right as Flow<unknown>], {
+  return coProcessOperator<R>([left as Flow<unknown>, right as Flow<unknown>], {
     kind: 'intervalJoin',
     uid: options.uid,
     keySelectors: [left.keySelector as KeySelector<unknown>, right.keySelector as KeySelector<unknown>],
-    setup(task, emit, fail, backend) {
+    states: undefined,
+    setup({ task, ctx, emit, backend }) {
       const record = task.record;
-      const { ctx, service } = keyedContext<R>(task, emit, fail, backend, savedTimers(restoredStates(task)), (time) => cleanUp(time, ctx as TimerContext), 'intervalJoin');
       const lefts = backend!.getState(leftBuffer);
       const rights = backend!.getState(rightBuffer);
       const emitPair = (a: A, b: B, timestamp: number) => {
@@ -48,14 +45,10 @@ export function intervalJoin<A, B, R>(left: Flow<A>, right: Flow<B>, options: In
         emit(options.apply(a, b));
         record.current = previous;
       };
-      function cleanUp(time: number, _ctx: TimerContext): void {
-        for (const timestamp of lefts.keys()) if (timestamp + upperBound <= time) lefts.remove(timestamp);
-        for (const timestamp of rights.keys()) if (timestamp - lowerBound <= time) rights.remove(timestamp);
-      }
       return {
         onRecord(input, value) {
           const timestamp = record.current!;
-          if (timestamp < service!.currentWatermark) return;
+          if (timestamp < ctx.timers.currentWatermark()) return;
           if (input === 0) {
             lefts.put(timestamp, [...(lefts.get(timestamp) ?? []), value as A]);
             for (const [rightTime, bs] of rights.entries()) {
@@ -70,9 +63,11 @@ export function intervalJoin<A, B, R>(left: Flow<A>, right: Flow<B>, options: In
             ctx.timers.registerEventTimeTimer(timestamp - lowerBound);
           }
         },
-        onWatermark: (timestamp) => service!.advanceWatermark(timestamp),
-        snapshotOperatorState: () => ({ timers: service!.snapshot() }),
-        dispose: () => service!.dispose(),
+        // A timer at `time`: the elements that can no longer match anything are dropped.
+        onTimer(time) {
+          for (const timestamp of lefts.keys()) if (timestamp + upperBound <= time) lefts.remove(timestamp);
+          for (const timestamp of rights.keys()) if (timestamp - lowerBound <= time) rights.remove(timestamp);
+        },
       };
     },
   });

@@ -1,9 +1,10 @@
-import { SideOutputElement } from '../core/elements.js';
 import { NoKeyedContextError } from '../core/errors.js';
 import type { TaskContext } from '../core/graph.js';
 import type { Json, KeyedStateBackend, StateDescriptor } from '../core/types.js';
 import { TimerService, type TimeDomain } from '../time/timerService.js';
+import { UserFunctionGuard } from '../core/userFunctionFailure.js';
 import type { Output, ProcessContext, TimerContext, Timers } from './processFunction.js';
+import { output } from './output.js';
 
 /**
  * The context, output and timer service of a keyed process function, shared by `process`, `coProcess` and
@@ -22,20 +23,19 @@ export function keyedContext<R>(
 ): { ctx: ProcessContext; out: Output<R>; service: TimerService | undefined } {
   const record = task.record;
   let timeDomain: TimeDomain = 'event-time';
-  const service = backend
-    ? new TimerService(backend, task.scheduler, (domain, time) => {
-        const previous = record.current;
-        try {
-          timeDomain = domain;
-          record.current = time;
-          onTimer(time);
-        } catch (error) {
-          fail(error);
-        } finally {
-          record.current = previous;
-        }
-      })
-    : undefined;
+  const guard = new UserFunctionGuard(fail);
+  // Stamped with the timer's time while it runs; the record's timestamp comes back even after a throw.
+  const fire = (domain: TimeDomain, time: number) => {
+    const previous = record.current;
+    timeDomain = domain;
+    record.current = time;
+    try {
+      onTimer(time);
+    } finally {
+      record.current = previous;
+    }
+  };
+  const service = backend ? new TimerService(backend, task.scheduler, (domain, time) => guard.call2(fire, domain, time)) : undefined;
   if (service && saved.length > 0) service.restore(saved, task.maxParallelism, task.keyGroupRange);
   const noKey = (): never => {
     throw new NoKeyedContextError(`operator '${task.uid}': keyed state and timers need keyed inputs; put keyBy before ${kind}`);
@@ -71,6 +71,6 @@ export function keyedContext<R>(
       );
     },
   };
-  const out: Output<R> = { emit, side: (tag, value) => emit(new SideOutputElement(tag.id, value, record.current) as never) };
+  const out = output(emit, record);
   return { ctx, out, service };
 }

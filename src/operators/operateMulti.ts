@@ -2,7 +2,7 @@ import { BarrierAligner } from '../task/barrierAligner.js';
 import { CancelCheckpointMarker, Watermark, WATERMARK_ACTIVE, WATERMARK_IDLE, type StreamElement } from '../core/elements.js';
 import { DirectObservable, endOnce, subscribeTo } from '../task/directObservable.js';
 import { JobDefinitionError } from '../core/errors.js';
-import { userFunctionFailure } from '../core/userFunctionFailure.js';
+import { UserFunctionGuard } from '../core/userFunctionFailure.js';
 import { Flow } from '../core/flow.js';
 import type { KeySelector, TaskContext } from '../core/graph.js';
 import type { AnyStateDescriptor, Json, KeyedSnapshot, KeyedStateBackend } from '../core/types.js';
@@ -58,17 +58,12 @@ export function operateMulti<R>(inputs: Flow<unknown>[], spec: MultiInputSpec<R>
       new DirectObservable<StreamElement<unknown>>((observer) => {
         const record = task.record;
         const subscriber = endOnce(observer);
-        const emit = (value: R) => subscriber.next(value);
-        // The one way a throw of this operator's functions fails the attempt: named after the operator (as in `operate`).
-        const fail = (error: unknown) => subscriber.error(userFunctionFailure(error, { job: task.job, uid: task.uid, operator: spec.kind }));
+        // The one way a throw of this operator's functions fails the attempt, named after the operator (as in a chain).
+        const guard = UserFunctionGuard.of({ job: task.job, uid: task.uid, operator: spec.kind }, (error) => subscriber.error(error));
         const backend = keyed ? task.keyedBackend() : undefined;
-        let handler: MultiInputHandler;
-        try {
-          handler = spec.setup(task, emit, fail, backend);
-        } catch (error) {
-          fail(error);
-          return () => undefined;
-        }
+        // eslint-disable-next-line @typescript-eslint/unbound-method -- endOnce's observer never uses `this`
+        const handler = guard.attempt(() => spec.setup(task, subscriber.next, guard.fail, backend));
+        if (handler === undefined) return () => undefined;
         const deliver = (input: number, value: unknown, timestamp: number | undefined) => {
           record.current = timestamp;
           const selectKey = spec.keySelectors?.[input];
@@ -126,31 +121,22 @@ export function operateMulti<R>(inputs: Flow<unknown>[], spec: MultiInputSpec<R>
         const saved = task.restoredOperatorState as { inFlight?: [number, Json, number | null][] } | undefined;
         if (saved?.inFlight?.length) {
           task.beforeSources(() => {
-            for (const [input, value, timestamp] of saved.inFlight!) {
-              try {
-                deliver(input, records.decode(value, 1), timestamp ?? undefined);
-              } catch (error) {
-                fail(error);
-              }
-            }
+            for (const [input, value, timestamp] of saved.inFlight!) guard.attempt(() => deliver(input, records.decode(value, 1), timestamp ?? undefined));
           });
         }
-        const stops = upstreams.map((upstream, input) =>
-          subscribeTo(upstream, {
+        const stops = upstreams.map((upstream, input) => {
+          const push = (element: StreamElement<unknown>) => aligner.push(input, element, record.current);
+          return subscribeTo(upstream, {
             next(element) {
-              if (subscriber.closed) return;
-              try {
-                aligner.push(input, element, record.current);
-              } catch (error) {
-                fail(error);
-              }
+              if (!subscriber.closed) guard.call(push, element);
             },
+            dropsAfterEnd: true,
             error: (error) => subscriber.error(error),
             complete: () => {
               if (!subscriber.closed) aligner.end(input);
             },
-          }),
-        );
+          });
+        });
         return () => {
           subscriber.closed = true;
           stops.forEach((stop) => stop());

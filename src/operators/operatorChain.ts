@@ -2,7 +2,7 @@ import type { Observable } from 'rxjs';
 import { DirectObservable, endOnce, subscribeTo, type ClosableObserver, type DirectObserver } from '../task/directObservable.js';
 import { CheckpointBarrier, ControlElement, SideOutputElement, Watermark, type StreamElement } from '../core/elements.js';
 import type { TaskContext } from '../core/graph.js';
-import { userFunctionFailure } from '../core/userFunctionFailure.js';
+import { UserFunctionGuard } from '../core/userFunctionFailure.js';
 import type { OperatorHandler, OperatorSpec } from './operatorSpec.js';
 
 /** One operator of a chain: its spec and the task it runs as. */
@@ -61,11 +61,12 @@ function runChain(
     downstream = link;
   }
   const first = downstream;
-  // Elements the input sends after the chain ended are dropped here (a Subscriber would drop them).
+  // The first operator reads the input itself: it drops what the input sends after the chain ended, as every
+  // operator does (a Subscriber would drop it).
   const stop = subscribeTo(source, {
-    next: (element) => {
-      if (!end.closed) first.next(element);
-    },
+    // eslint-disable-next-line @typescript-eslint/unbound-method -- links never use `this` (see linkOperator)
+    next: first.next,
+    dropsAfterEnd: true,
     error: (error) => end.error(error),
     complete: () => {
       if (!end.closed) first.complete();
@@ -79,66 +80,52 @@ function runChain(
 }
 
 /**
- * One operator's input, sending to `downstream`: every throw of the operator's functions, on any path, fails the
- * chain once, as a `UserFunctionError` naming the operator (the role RxJS gives OperatorSubscriber).
- * Undefined when its setup threw (the chain has failed).
+ * One operator's input, sending to `downstream`. What the operator emits goes straight to the next operator's
+ * input, one call per record and operator; each input drops what reaches it once the chain failed or was torn down.
+ * Every throw of the operator's functions, on any path, goes through its guard and fails the chain once, naming
+ * the operator. Undefined when its setup threw (the chain has failed).
  */
 function linkOperator(
   { task, spec }: ChainedOperator,
   downstream: Downstream,
   end: ChainEnd,
 ): (Downstream & { handler: OperatorHandler<unknown> }) | undefined {
-  // Once the chain failed or was torn down, nothing more reaches the operators after this one. The functions a
-  // record goes through are read once here: this code is shared by every operator of every job, so a property read
-  // per record would be megamorphic (handlers are closures and never use `this`).
+  // The functions a record goes through are read once here: this code is shared by every operator of every job, so
+  // a property read per record would be megamorphic (handlers and links are closures and never use `this`).
   // eslint-disable-next-line @typescript-eslint/unbound-method -- see above: observers here never use `this`
   const { next: sendOn } = downstream;
-  const out = (element: StreamElement<unknown>) => {
-    if (!end.closed) sendOn(element);
-  };
-  const fail = (error: unknown) => end.error(userFunctionFailure(error, { job: task.job, uid: task.uid, operator: spec.kind }));
-  let handler: OperatorHandler<unknown>;
-  try {
-    handler = spec.setup(task, out, fail);
-  } catch (error) {
-    fail(error);
-    return undefined;
-  }
-  const active = handler;
+  const guard = UserFunctionGuard.of({ job: task.job, uid: task.uid, operator: spec.kind }, (error) => end.error(error));
+  const handler = guard.attempt(() => spec.setup(task, sendOn, guard.fail));
+  if (handler === undefined) return undefined;
   // eslint-disable-next-line @typescript-eslint/unbound-method -- handlers are closures (see above)
-  const { onRecord } = active;
-  const forwardTo = (element: ControlElement) => () => out(element);
+  const { onRecord, onBarrier, onWatermark, onSideOutput, onComplete } = handler;
   // Every handler forwards a watermark from within its onWatermark (timers fire first, then it moves on), so one
   // closure sending the watermark being handled serves them all: a closure per watermark and operator was over a
   // third of what a windowed job allocated. Barriers keep one each, since a snapshot may forward later.
   let watermark: Watermark | undefined;
-  const forwardWatermark = () => out(watermark!);
+  const forwardWatermark = () => sendOn(watermark!);
+  const onControl = (element: ControlElement) => {
+    if (element instanceof Watermark) {
+      task.watermark.current = element.timestamp;
+      if (onWatermark === undefined) return sendOn(element);
+      watermark = element;
+      guard.call2(onWatermark, element, forwardWatermark);
+    } else if (element instanceof CheckpointBarrier && onBarrier !== undefined) {
+      guard.call2(onBarrier, element, () => sendOn(element));
+    } else if (element instanceof SideOutputElement) {
+      if (onSideOutput !== undefined) guard.call(onSideOutput, element);
+    } else sendOn(element);
+  };
   return {
-    handler: active,
+    handler,
     next(element) {
-      try {
-        if (!(element instanceof ControlElement)) onRecord(element);
-        else if (element instanceof CheckpointBarrier && active.onBarrier) active.onBarrier(element, forwardTo(element));
-        else if (element instanceof Watermark) {
-          task.watermark.current = element.timestamp;
-          if (active.onWatermark) {
-            watermark = element;
-            active.onWatermark(element, forwardWatermark);
-          }
-          else out(element);
-        } else if (element instanceof SideOutputElement) active.onSideOutput?.(element);
-        else out(element);
-      } catch (error) {
-        fail(error);
-      }
+      if (end.closed) return;
+      if (element instanceof ControlElement) onControl(element);
+      else guard.call(onRecord, element);
     },
     complete() {
-      try {
-        active.onComplete?.();
-      } catch (error) {
-        fail(error);
-        return;
-      }
+      if (onComplete !== undefined) guard.attempt(onComplete);
+      // A throw in onComplete closed the chain: nothing completes after it.
       if (!end.closed) downstream.complete();
     },
   };

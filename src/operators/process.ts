@@ -1,4 +1,4 @@
-import { SideOutputElement, type Watermark } from '../core/elements.js';
+import type { Watermark } from '../core/elements.js';
 import type { Flow } from '../core/flow.js';
 import { KeyedFlow } from '../core/flow.js';
 import { NoKeyedContextError } from '../core/errors.js';
@@ -6,7 +6,8 @@ import type { Json, StateDescriptor } from '../core/types.js';
 import { OperatorStateStore } from '../state/operatorStateStore.js';
 import { savedTimers } from '../time/timerService.js';
 import { keyedContext } from './keyedContext.js';
-import type { Output, ProcessContext, ProcessFunction, ProcessOptions, TimerContext, Timers } from './processFunction.js';
+import { output } from './output.js';
+import type { ProcessContext, ProcessFunction, ProcessOptions, TimerContext, Timers } from './processFunction.js';
 import type { ProcessWindowFunction } from '../windows/windowFunction.js';
 import { WindowedFlow } from '../windows/windowedFlow.js';
 import { windowOperator } from '../windows/windowOperator.js';
@@ -67,7 +68,7 @@ function nonKeyedProcess<T, R>(input: Flow<T>, fn: ProcessFunction<T, R>, option
         currentWatermark: () => task.watermark.current,
         currentProcessingTime: () => task.scheduler.now(),
       };
-      const out = output(emit, () => task.record.current);
+      const out = output(emit, task.record);
       const saved = task.restoredOperatorStates.map((state) => (state as { operatorState?: Json } | null)?.operatorState);
       const instances = Array.from({ length: parallelism }, (_, index) => {
         const store = new OperatorStateStore(task.uid, index, parallelism, saved);
@@ -123,8 +124,4 @@ function processContext(uid: string, timestamp: () => number | undefined, timers
     },
     operatorState: (descriptor, options) => operatorState.getListState(descriptor, options),
   };
-}
-
-function output<R>(emit: (value: R) => void, timestamp: () => number | undefined): Output<R> {
-  return { emit, side: (tag, value) => emit(new SideOutputElement(tag.id, value, timestamp()) as never) };
 }

@@ -3,10 +3,9 @@ import type { Flow, KeyedFlow } from '../core/flow.js';
 import type { KeySelector } from '../core/graph.js';
 import type { Json, MapState, StateDescriptor } from '../core/types.js';
 import { BroadcastFlow } from './broadcast.js';
-import { keyedContext } from './keyedContext.js';
 import type { ConnectedFlows } from './connect.js';
-import { savedTimers } from '../time/timerService.js';
-import { operateMulti, restoredState, restoredStates } from './operateMulti.js';
+import { coProcessOperator } from './coProcessInternals.js';
+import { restoredState } from './operateMulti.js';
 import { checkStates } from './keyedOperate.js';
 import type { Output, ProcessContext, ProcessOptions, TimerContext } from './processFunction.js';
 
@@ -54,13 +53,13 @@ export function processBroadcast<T, B, R>(fn: BroadcastProcessFunction<T, B, R>,
     if (!(second instanceof BroadcastFlow)) throw new JobDefinitionError('processBroadcast: connect a keyed flow with a broadcast flow (flow.pipe(broadcast(descriptor)))');
     const keyed = first as KeyedFlow<T>;
     const descriptors = second.descriptors as readonly MapDescriptor[];
-    return operateMulti<R>([first, second.flow], {
+    return coProcessOperator<R>([first, second.flow], {
       kind: 'processBroadcast',
       uid: options.uid,
       states: checkStates('processBroadcast', options.states, true),
       keySelectors: [keyed.keySelector as KeySelector<unknown>, undefined],
-      setup(task, emit, fail, backend) {
-        const saved = restoredState(task) as { timers?: unknown; broadcast?: Record<string, Json> } | undefined;
+      setup({ task, ctx, out }) {
+        const saved = restoredState(task) as { broadcast?: Record<string, Json> } | undefined;
         const maps = new Map<string, Map<unknown, unknown>>();
         for (const descriptor of descriptors) {
           const encoded = saved?.broadcast?.[descriptor.name];
@@ -73,7 +72,6 @@ export function processBroadcast<T, B, R>(fn: BroadcastProcessFunction<T, B, R>,
           }
           return map;
         };
-        const { ctx, out, service } = keyedContext<R>(task, emit, fail, backend, savedTimers(restoredStates(task)), (time) => fn.onTimer?.(time, ctx as TimerContext, out), 'processBroadcast');
         const keyedCtx = Object.create(ctx, {
           broadcastState: { value: (descriptor: MapDescriptor) => readOnly(mapOf(descriptor)) },
         }) as KeyedBroadcastContext;
@@ -88,13 +86,9 @@ export function processBroadcast<T, B, R>(fn: BroadcastProcessFunction<T, B, R>,
             if (input === 0) fn.onElement(value as T, keyedCtx, out);
             else fn.onBroadcastElement(value as B, broadcastCtx, out);
           },
-          onWatermark: (timestamp) => service!.advanceWatermark(timestamp),
+          onTimer: (time, timerCtx, timerOut) => fn.onTimer?.(time, timerCtx, timerOut),
           // Broadcast state is small by design (rules, configuration): it is encoded at the barrier.
-          snapshotOperatorState: () => ({
-            timers: service!.snapshot(),
-            broadcast: Object.fromEntries(descriptors.map((d) => [d.name, d.serializer.encode(mapOf(d)) as Json])),
-          }),
-          dispose: () => service!.dispose(),
+          snapshotOperatorState: () => ({ broadcast: Object.fromEntries(descriptors.map((d) => [d.name, d.serializer.encode(mapOf(d)) as Json])) }),
         };
       },
     });

@@ -4,7 +4,7 @@ import type { LoadedCheckpoint } from '../checkpoint/loadCheckpoint.js';
 import { QueryableStateRegistry } from '../query/queryableStateRegistry.js';
 import type { OperatorWatermark, RecordTimestamp, StreamElement } from '../core/elements.js';
 import { NonReplayableSourceError } from '../core/errors.js';
-import { userFunctionFailure } from '../core/userFunctionFailure.js';
+import { UserFunctionGuard } from '../core/userFunctionFailure.js';
 import { keyGroupRangeFor } from '../core/keyGroups.js';
 import type { CheckpointMode, GraphNode, TaskContext } from '../core/graph.js';
 import type { JobGraph } from '../core/jobGraph.js';
@@ -145,7 +145,8 @@ export class Execution {
     for (const callback of this.startCallbacks) callback();
     // A source's reader is user code too (an async iterable, an observable): its throw names the source.
     for (const runner of this.runners) {
-      runner.run().catch((error) => this.fail(userFunctionFailure(error, { job: this.options.graph.jobName, ...this.runnerSources.get(runner)! })));
+      const guard = UserFunctionGuard.of({ job: this.options.graph.jobName, ...this.runnerSources.get(runner)! }, (error) => this.fail(error));
+      runner.run().catch(guard.fail);
     }
   }
 

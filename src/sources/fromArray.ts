@@ -1,4 +1,5 @@
 import type { Source } from '../core/types.js';
+import { ArrayReader } from '../task/arrayReader.js';
 import { positionOf } from './sourceInternals.js';
 
 /**
@@ -10,17 +11,6 @@ export function fromArray<T>(records: readonly T[]): Source<T> {
   return {
     name,
     replayable: true,
-    open({ uid, restoredOffset }) {
-      let index = positionOf(restoredOffset, uid, name);
-      return {
-        read(max) {
-          if (index >= records.length) return null;
-          const chunk = records.slice(index, index + max);
-          index += chunk.length;
-          return chunk;
-        },
-        offset: () => index,
-      };
-    },
+    open: ({ uid, restoredOffset }) => new ArrayReader(records, positionOf(restoredOffset, uid, name)),
   };
 }

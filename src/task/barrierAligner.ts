@@ -2,6 +2,7 @@ import type { Subscription } from 'rxjs';
 import { CancelCheckpointMarker, CheckpointBarrier, ControlElement, SideOutputElement, Watermark, WatermarkStatus } from '../core/elements.js';
 import type { AlignmentStats, CheckpointMode } from '../core/graph.js';
 import type { Scheduler } from '../core/types.js';
+import { WatermarkValve } from './watermarkValve.js';
 
 /** A record that crossed a barrier while a checkpoint was unaligned: it is saved with the checkpoint and replayed. */
 export type InFlightRecord = [input: number, value: unknown, timestamp: number | undefined];
@@ -36,14 +37,14 @@ interface Alignment {
 }
 
 /**
- * The barrier handling of an operator with several inputs (Flink's SingleCheckpointBarrierHandler), also combining
- * their watermarks. In exactly-once mode, once barrier n arrived on an input, that input's records are held until
- * barrier n arrived on all inputs; then the operator snapshots, one barrier goes on, and the held elements are
- * released in arrival order. A newer barrier subsumes an alignment in progress; a cancellation marker aborts it;
- * an ended input counts as aligned; barriers of closed checkpoints are ignored. With `alignedTimeout`, an alignment
- * that takes longer turns unaligned: the barrier overtakes the held records, and the records still to come before
- * the barrier on the slow inputs are saved with the checkpoint (they are replayed on restore, since the sources'
- * offsets already cover them).
+ * The barrier handling of an operator with several inputs (Flink's SingleCheckpointBarrierHandler). In exactly-once
+ * mode, once barrier n arrived on an input, that input's records are held until barrier n arrived on all inputs;
+ * then the operator snapshots, one barrier goes on, and the held elements are released in arrival order. A newer
+ * barrier subsumes an alignment in progress; a cancellation marker aborts it; an ended input counts as aligned;
+ * barriers of closed checkpoints are ignored. With `alignedTimeout`, an alignment that takes longer turns unaligned:
+ * the barrier overtakes the held records, and the records still to come before the barrier on the slow inputs are
+ * saved with the checkpoint (they are replayed on restore, since the sources' offsets already cover them). Watermarks
+ * pass the alignment like records (a blocked input's are held with them) and are combined by a WatermarkValve.
  */
 export class BarrierAligner {
   private alignment: Alignment | undefined;
@@ -52,10 +53,7 @@ export class BarrierAligner {
   /** Highest checkpoint id completed, cancelled or subsumed here. */
   private closed = 0;
   private readonly ended: boolean[];
-  private readonly watermarks: number[];
-  private readonly idleInputs: boolean[];
-  private emittedWatermark = Number.NEGATIVE_INFINITY;
-  private allIdle = false;
+  private readonly valve: WatermarkValve;
 
   constructor(
     private readonly inputs: number,
@@ -65,8 +63,7 @@ export class BarrierAligner {
     private readonly alignedTimeout: number | undefined,
   ) {
     this.ended = new Array<boolean>(inputs).fill(false);
-    this.watermarks = new Array<number>(inputs).fill(Number.NEGATIVE_INFINITY);
-    this.idleInputs = new Array<boolean>(inputs).fill(false);
+    this.valve = new WatermarkValve(inputs, callbacks);
   }
 
   /** One element from `input`; `timestamp` is the event timestamp that rode with a record. */
@@ -87,8 +84,8 @@ export class BarrierAligner {
     if (element instanceof CheckpointBarrier) this.onBarrier(input, element);
     else if (element instanceof CancelCheckpointMarker) this.onCancel(element.id);
     else if (this.isBlocked(input)) this.held.push([input, element, timestamp]);
-    else if (element instanceof Watermark) this.onWatermark(input, element.timestamp);
-    else if (element instanceof WatermarkStatus) this.onStatus(input, element.idle);
+    else if (element instanceof Watermark) this.valve.watermark(input, element.timestamp);
+    else if (element instanceof WatermarkStatus) this.valve.status(input, element.idle);
     // Side-output records of an upstream operator are not read by multi-input operators.
     else if (!(element instanceof SideOutputElement)) return;
   }
@@ -101,7 +98,7 @@ export class BarrierAligner {
       this.alignment.arrived[input] = true;
       this.checkAligned();
     }
-    this.updateWatermark();
+    this.valve.end(input);
     if (this.ended.every(Boolean)) {
       this.release();
       this.callbacks.complete();
@@ -197,43 +194,6 @@ export class BarrierAligner {
     for (let i = 0; i < held.length; i++) {
       const [input, element, timestamp] = held[i]!;
       this.push(input, element, timestamp);
-    }
-  }
-
-  private onWatermark(input: number, timestamp: number): void {
-    if (timestamp <= this.watermarks[input]!) return;
-    this.watermarks[input] = timestamp;
-    if (this.idleInputs[input]) this.onStatus(input, false);
-    this.updateWatermark();
-  }
-
-  private onStatus(input: number, idle: boolean): void {
-    this.idleInputs[input] = idle;
-    const allIdle = this.idleInputs.every((value, i) => value || this.ended[i]);
-    if (allIdle !== this.allIdle) {
-      this.allIdle = allIdle;
-      this.callbacks.idle(allIdle);
-    }
-    this.updateWatermark();
-  }
-
-  /** The combined watermark: the minimum over inputs that are neither idle nor ended (Flink's StatusWatermarkValve). */
-  private updateWatermark(): void {
-    let minimum = Number.POSITIVE_INFINITY;
-    let active = false;
-    for (let i = 0; i < this.inputs; i++) {
-      if (this.ended[i] || this.idleInputs[i]) continue;
-      active = true;
-      minimum = Math.min(minimum, this.watermarks[i]!);
-    }
-    if (!active) {
-      // All idle: event time stands still. All ended: each sent the end-of-input watermark.
-      if (!this.ended.every(Boolean)) return;
-      minimum = Math.max(...this.watermarks);
-    }
-    if (minimum > this.emittedWatermark && Number.isFinite(minimum)) {
-      this.emittedWatermark = minimum;
-      this.callbacks.watermark(minimum);
     }
   }
 }

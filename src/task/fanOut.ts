@@ -19,17 +19,35 @@ export function fanOut<T>(input: Observable<T>): DirectObservable<T> {
     stop = undefined;
     return ended;
   };
-  const upstream: DirectObserver<T> = {
-    next(value) {
-      const current = observers;
-      for (let i = 0; i < current.length; i++) current[i]!.next(value);
-    },
-    error: (error) => reset().forEach((observer) => observer.error(error)),
-    complete: () => reset().forEach((observer) => observer.complete()),
+  // One upstream observer per subscription, ended with it: it drops what its input sends after that itself, so the
+  // input hands it records without a guard in between (`dropsAfterEnd`), and a later subscription never sees them.
+  const connect = () => {
+    let ended = false;
+    const upstream: DirectObserver<T> = {
+      next(value) {
+        if (ended) return;
+        const current = observers;
+        for (let i = 0; i < current.length; i++) current[i]!.next(value);
+      },
+      error(error) {
+        ended = true;
+        reset().forEach((observer) => observer.error(error));
+      },
+      complete() {
+        ended = true;
+        reset().forEach((observer) => observer.complete());
+      },
+      dropsAfterEnd: true,
+    };
+    const release = subscribeTo(input, upstream);
+    return () => {
+      ended = true;
+      release();
+    };
   };
   return new DirectObservable<T>((observer) => {
     observers = [...observers, observer];
-    if (observers.length === 1) stop = subscribeTo(input, upstream);
+    if (observers.length === 1) stop = connect();
     return () => {
       if (!observers.includes(observer)) return;
       observers = observers.filter((other) => other !== observer);

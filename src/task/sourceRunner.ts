@@ -2,6 +2,7 @@ import { CancelCheckpointMarker, MAX_WATERMARK, type CheckpointBarrier, type Str
 import type { DirectObserver } from './directObservable.js';
 import type { Json, SourceReader } from '../core/types.js';
 import { yieldToEventLoop } from '../core/yieldToEventLoop.js';
+import { ArrayReader } from './arrayReader.js';
 
 export interface SourceRunnerHooks {
   /** Records per read: big enough to amortise the yield, small enough that barriers are not held back long. */
@@ -74,6 +75,10 @@ export class SourceRunner<T> {
         await this.sleep();
         continue;
       }
+      if (reader instanceof ArrayReader) {
+        if (this.emitInPlace(reader as ArrayReader<T>)) await yieldToEventLoop();
+        continue;
+      }
       let batch: T[] | null | Promise<T[] | null> = reading ?? reader.read(hooks.chunkSize);
       if (batch instanceof Promise) {
         reading = batch;
@@ -85,15 +90,36 @@ export class SourceRunner<T> {
       reading = undefined;
       if (this.stopped) return;
       if (batch === null) {
-        // The end of a bounded input is the end of event time: every pending event-time window fires now, before
-        // the final checkpoint, so that its output is committed with it.
-        subscriber.next(MAX_WATERMARK);
-        this.drain();
+        this.endOfInput();
         continue;
       }
       for (let i = 0; i < batch.length; i++) subscriber.next(batch[i]!);
       await yieldToEventLoop();
     }
+  }
+
+  /** Emits the next chunk of an in-memory reader straight from its array; false at the end of input. */
+  private emitInPlace(reader: ArrayReader<T>): boolean {
+    const { records, index: start } = reader;
+    if (start >= records.length) {
+      this.endOfInput();
+      return false;
+    }
+    const end = Math.min(start + this.hooks.chunkSize, records.length);
+    // The offset covers the whole chunk before it is emitted, as after a `read`.
+    reader.index = end;
+    const subscriber = this.subscriber;
+    for (let i = start; i < end; i++) subscriber.next(records[i]!);
+    return true;
+  }
+
+  /**
+   * The end of a bounded input is the end of event time: every pending event-time window fires now, before the final
+   * checkpoint, so that its output is committed with it.
+   */
+  private endOfInput(): void {
+    this.subscriber.next(MAX_WATERMARK);
+    this.drain();
   }
 
   /** Emits the queued barriers; true when one was final and the flow is now complete. */

@@ -1,4 +1,5 @@
-import { SideOutputElement, type RecordTimestamp } from '../core/elements.js';
+import type { RecordTimestamp } from '../core/elements.js';
+import { output } from '../operators/output.js';
 import type { Output } from '../operators/processFunction.js';
 import type { TimerService } from '../time/timerService.js';
 import type { WindowContext } from './windowFunction.js';
@@ -23,6 +24,5 @@ export function windowFunctionContext<R>(
     },
     currentProcessingTime: () => timers.currentProcessingTime(),
   };
-  const out: Output<R> = { emit, side: (tag, value) => emit(new SideOutputElement(tag.id, value, record.current) as never) };
-  return { windowContext, out };
+  return { windowContext, out: output(emit, record) };
 }

@@ -2,19 +2,15 @@ import type { Watermark } from '../core/elements.js';
 import type { TaskContext } from '../core/graph.js';
 import type { KeyedStateBackend } from '../core/types.js';
 import { TimerService, savedTimers, type TimerCallback } from '../time/timerService.js';
+import { UserFunctionGuard } from '../core/userFunctionFailure.js';
 
 /**
  * A window operator instance's timers: those its predecessors saved for its key groups restored (rescaling), and a
  * callback that throws failing the task rather than escaping into the scheduler.
  */
 export function windowTimers(backend: KeyedStateBackend, task: TaskContext, fail: (error: unknown) => void, onTimer: TimerCallback): TimerService {
-  const timers = new TimerService(backend, task.scheduler, (domain, time, key, namespace) => {
-    try {
-      onTimer(domain, time, key, namespace);
-    } catch (error) {
-      fail(error);
-    }
-  });
+  const guard = new UserFunctionGuard(fail);
+  const timers = new TimerService(backend, task.scheduler, (domain, time, key, namespace) => guard.attempt(() => onTimer(domain, time, key, namespace)));
   const saved = savedTimers(task.restoredOperatorStates);
   if (saved.length > 0) timers.restore(saved, task.maxParallelism, task.keyGroupRange);
   return timers;

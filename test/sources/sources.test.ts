@@ -7,6 +7,7 @@ import {
   NonReplayableSourceError,
   collect,
   createJob,
+  fromArray,
   fromAsyncIterable,
   fromIterable,
   fromObservable,
@@ -39,6 +40,24 @@ describe('fromIterable', () => {
 
   it('finishes on an empty iterable', async () => {
     expect(await collectAll(fromIterable([]))).toEqual([]);
+  });
+});
+
+describe('fromArray', () => {
+  it('emits every record once, in order, across chunks and the last partial one', async () => {
+    expect(await collectAll(fromArray([1, 2, 3, 4, 5]), { chunkSize: 2 })).toEqual([1, 2, 3, 4, 5]);
+    expect(await collectAll(fromArray([]), { chunkSize: 2 })).toEqual([]);
+  });
+
+  it('keeps the public reader contract for whoever calls read: copies of up to max records, the offset after them, null at the end', async () => {
+    const records = ['a', 'b', 'c'];
+    const reader = await fromArray(records).open({ uid: 'in', restoredOffset: 1 });
+    const chunk = reader.read(5) as string[];
+    expect(chunk).toEqual(['b', 'c']);
+    chunk[0] = 'changed';
+    expect(records).toEqual(['a', 'b', 'c']);
+    expect(reader.offset()).toBe(3);
+    expect(reader.read(5)).toBeNull();
   });
 });
 
