@@ -7,6 +7,7 @@ import type { TimeDomain } from '../time/timerService.js';
 import { windowFunctionContext } from './windowFunctionContext.js';
 import { timerHandlers, windowTimers } from './windowTimers.js';
 import { LATE_DATA } from './lateData.js';
+import { HeldSlices } from './heldSlices.js';
 import { WindowCache, gcd, windowOfId, windowStart } from './timeWindow.js';
 import type { ProcessWindowFunction, WindowSlicing } from './windowFunction.js';
 import type { WindowedFlow } from './windowedFlow.js';
@@ -64,6 +65,14 @@ export function slicedWindowOperator<T, R>(
     const perWindowState = sliced && task.restoredOperatorStates.length > 0;
     const state = backend.getState(slicing.descriptor);
     const timers = windowTimers(backend, task, fail, onTimer);
+    // Which slices each key may hold values in, when a window has several: firing reads only those.
+    const held = sliced ? new HeldSlices() : undefined;
+    if (held && task.restoredOperatorStates.length > 0) {
+      timers.forEachEventTimer((_time, namespace, key) => {
+        const window = windowOfId(namespace);
+        held.cover(key, window.start, window.end - length);
+      });
+    }
 
     const slices = new WindowCache(length);
     const windows = new WindowCache(size);
@@ -98,7 +107,17 @@ export function slicedWindowOperator<T, R>(
       let copied = false;
       sharedSeen = false;
       const ids = sliceIdsOf(window);
-      for (let i = 0; i < ids.length; i++) {
+      let from = 0;
+      let to = ids.length - 1;
+      if (held) {
+        const span = held.of(currentKey);
+        if (span === undefined) to = -1;
+        else {
+          from = Math.max(from, (span.first - window.start) / length);
+          to = Math.min(to, (span.last - window.start) / length);
+        }
+      }
+      for (let i = from; i <= to; i++) {
         backend.setCurrentNamespace(ids[i]!);
         const value = state.get();
         if (value === undefined) continue;
@@ -138,7 +157,19 @@ export function slicedWindowOperator<T, R>(
 
     /** Drops the key's slices that no window after this one holds (and the window's own state of before). */
     function clearLast(window: Window): void {
-      for (let start = window.start; start < window.start + slide; start += length) {
+      const drop = window.start + slide;
+      let from = window.start;
+      let to = drop - length;
+      if (held) {
+        const span = held.of(currentKey);
+        if (span === undefined) to = from - length;
+        else {
+          from = Math.max(from, span.first);
+          to = Math.min(to, span.last);
+        }
+        held.dropBefore(currentKey, drop);
+      }
+      for (let start = from; start <= to; start += length) {
         backend.setCurrentNamespace(slices.at(start).id);
         state.clear();
       }
@@ -220,8 +251,9 @@ export function slicedWindowOperator<T, R>(
           return;
         }
         backend.setCurrentNamespace(sliceId);
+        const known = currentKey === filledKey ? false : held?.add(currentKey, sliceStart);
         if (firstEnd - 1 > watermark) {
-          const fresh = currentKey !== filledKey && state.get() === undefined;
+          const fresh = currentKey !== filledKey && (known ?? state.get() === undefined);
           state.add(value);
           filledKey = currentKey;
           if (fresh) {
