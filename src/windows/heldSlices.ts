@@ -47,12 +47,10 @@ export class HeldSlices {
     return this.spans.get(key);
   }
 
-  /** Forgets the key's slices before `start`, which were cleared. */
-  dropBefore(key: Key, start: number): void {
-    const span = this.spans.get(key);
-    if (span === undefined) return;
+  /** Forgets the key's slices before `start`, which were cleared; `span` is the key's, as `of` gave it. */
+  dropBefore(key: Key, span: Readonly<Span>, start: number): void {
     if (span.last < start) this.spans.delete(key);
-    else if (span.first < start) span.first = start;
+    else if (span.first < start) (span as Span).first = start;
   }
 
   /** Widens the key's span to `[first, last]`, where it may hold values (restored state, read from its timers). */

@@ -67,6 +67,8 @@ export function slicedWindowOperator<T, R>(
     const timers = windowTimers(backend, task, fail, onTimer);
     // Which slices each key may hold values in, when a window has several: firing reads only those.
     const held = sliced ? new HeldSlices() : undefined;
+    // The span of the key a timer or a late record fires windows for, looked up once for its reads and clears.
+    let currentSpan: ReturnType<HeldSlices['of']>;
     if (held && task.restoredOperatorStates.length > 0) {
       timers.forEachEventTimer((_time, namespace, key) => {
         const window = windowOfId(namespace);
@@ -110,7 +112,7 @@ export function slicedWindowOperator<T, R>(
       let from = 0;
       let to = ids.length - 1;
       if (held) {
-        const span = held.of(currentKey);
+        const span = currentSpan;
         if (span === undefined) to = -1;
         else {
           from = Math.max(from, (span.first - window.start) / length);
@@ -161,13 +163,13 @@ export function slicedWindowOperator<T, R>(
       let from = window.start;
       let to = drop - length;
       if (held) {
-        const span = held.of(currentKey);
+        const span = currentSpan;
         if (span === undefined) to = from - length;
         else {
           from = Math.max(from, span.first);
           to = Math.min(to, span.last);
+          held.dropBefore(currentKey, span, drop);
         }
-        held.dropBefore(currentKey, drop);
       }
       for (let start = from; start <= to; start += length) {
         backend.setCurrentNamespace(slices.at(start).id);
@@ -201,6 +203,7 @@ export function slicedWindowOperator<T, R>(
       if (domain !== 'event-time') return;
       filledKey = undefined;
       currentKey = key;
+      currentSpan = held?.of(key);
       if (namespace !== timerNamespace) {
         timerWindow = windowOfId(namespace);
         timerNamespace = namespace;
@@ -262,6 +265,7 @@ export function slicedWindowOperator<T, R>(
           }
         } else {
           state.add(value);
+          currentSpan = held?.of(currentKey);
           late(firstEnd, lastEnd, watermark);
         }
         backend.setCurrentNamespace(VOID);
