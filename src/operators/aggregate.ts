@@ -8,6 +8,11 @@ import { keyedOperate } from './keyedOperate.js';
 import { STATEFUL_OPERATOR_OPTIONS, type StatefulOperatorOptions, type WindowFunctionOptions } from './reduce.js';
 import { checkOptions } from '../core/checkOptions.js';
 
+/** An accumulator the window operator combined records into, added to a slice's state as one (merged, not added). */
+class PartialAccumulator<ACC> {
+  constructor(readonly accumulator: ACC) {}
+}
+
 /**
  * Rolling aggregation per key with a Flink AggregateFunction: records are added to the key's accumulator and
  * `getResult` of it is emitted for every record. After `window(…)`, aggregates each window incrementally and emits
@@ -33,11 +38,18 @@ export function aggregate<T, ACC, R, OUT = R>(
         incremental: { descriptor: aggregatingState('window-contents', fn, { serializer: options.serializer }) },
         // Slices keep accumulators as the window state does (same name, kind and serializer), read raw to merge them.
         slicing: {
-          descriptor: aggregatingState<T, ACC, ACC>(
+          descriptor: aggregatingState<T | PartialAccumulator<ACC>, ACC, ACC>(
             'window-contents',
-            { createAccumulator: () => fn.createAccumulator(), add: (value, acc) => fn.add(value, acc), getResult: (acc) => acc, merge: (a, b) => fn.merge(a, b) },
+            {
+              createAccumulator: () => fn.createAccumulator(),
+              add: (value, acc) => (value instanceof PartialAccumulator ? fn.merge(acc, value.accumulator) : fn.add(value, acc)),
+              getResult: (acc) => acc,
+              merge: (a, b) => fn.merge(a, b),
+            },
             { serializer: options.serializer },
           ),
+          accumulate: (partial: unknown, value: T) => fn.add(value, partial === undefined ? fn.createAccumulator() : (partial as ACC)),
+          toAdd: (partial: unknown) => new PartialAccumulator(partial as ACC) as never,
           // Flink's merge may reuse either accumulator: the slice's one is copied so that it stays as it is.
           merge: (a: unknown, b: unknown) => fn.merge(a as ACC, copyValue(b as ACC)),
           result: (merged: unknown) => fn.getResult(merged as ACC),

@@ -48,7 +48,14 @@ export function reduce<T, R = T>(
       const contents = {
         name: 'reduce',
         incremental: { descriptor },
-        slicing: { descriptor, merge: reducer as (a: unknown, b: unknown) => unknown, result: (merged: unknown) => merged },
+        slicing: {
+          descriptor,
+          accumulate: (partial: unknown, value: T) => (partial === undefined ? value : reducer(partial as T, value)),
+          // A partial reduction is a value like the records: the reducing state reduces it in as one.
+          toAdd: (partial: unknown) => partial as T,
+          merge: reducer as (a: unknown, b: unknown) => unknown,
+          result: (merged: unknown) => merged,
+        },
         fromElements: (elements: T[]) => [elements.reduce(reducer)],
       };
       return windowOperator<T, R>(input as WindowedFlow<T>, 'reduce', options.uid, contents, options.process, options.parallelism);

@@ -65,10 +65,13 @@ export function slicedWindowOperator<T, R>(
     const perWindowState = sliced && task.restoredOperatorStates.length > 0;
     const state = backend.getState(slicing.descriptor);
     const timers = windowTimers(backend, task, fail, onTimer);
-    // Which slices each key may hold values in, when a window has several: firing reads only those.
-    const held = sliced ? new HeldSlices() : undefined;
+    const slices = new WindowCache(length);
+    const windows = new WindowCache(size);
+    // Which slices each key holds values in, and its newest slice's records not yet in the state, when a window has
+    // several slices: firing reads only those, and records reach the state once per key and slice.
+    const held = sliced ? new HeldSlices<T>(backend, state, slicing, (start) => slices.at(start).id) : undefined;
     // The span of the key a timer or a late record fires windows for, looked up once for its reads and clears.
-    let currentSpan: ReturnType<HeldSlices['of']>;
+    let currentSpan: ReturnType<HeldSlices<T>['of']>;
     if (held && task.restoredOperatorStates.length > 0) {
       timers.forEachEventTimer((_time, namespace, key) => {
         const window = windowOfId(namespace);
@@ -76,8 +79,6 @@ export function slicedWindowOperator<T, R>(
       });
     }
 
-    const slices = new WindowCache(length);
-    const windows = new WindowCache(size);
     let currentKey: Key = '';
     let currentWindow: Window = windows.at(0);
     const { windowContext, out } = windowFunctionContext<R>(timers, emit, record, () => currentWindow);
@@ -209,6 +210,7 @@ export function slicedWindowOperator<T, R>(
         timerNamespace = namespace;
       }
       const window = timerWindow;
+      if (currentSpan !== undefined && time === window.maxTimestamp) held!.flushBefore(currentSpan, window.end);
       if (time === window.maxTimestamp && fire(window)) {
         if (allowedLateness > 0) timers.registerEventTimeTimer(key, window.id, cleanupTime(window.end));
         // Slices are shared: the next window of the key may have no record of its own to register its timer (the
@@ -253,10 +255,24 @@ export function slicedWindowOperator<T, R>(
           emit(new SideOutputElement(LATE_DATA, value, timestamp) as never);
           return;
         }
+        if (held) {
+          const fresh = held.add(currentKey, sliceStart, value);
+          if (firstEnd - 1 > watermark) {
+            if (fresh) {
+              const first = windows.at(firstEnd - size);
+              timers.registerEventTimeTimer(currentKey, first.id, first.maxTimestamp);
+            }
+          } else {
+            currentSpan = held.of(currentKey)!;
+            held.flushBefore(currentSpan, Number.POSITIVE_INFINITY);
+            late(firstEnd, lastEnd, watermark);
+          }
+          backend.setCurrentNamespace(VOID);
+          return;
+        }
         backend.setCurrentNamespace(sliceId);
-        const known = currentKey === filledKey ? false : held?.add(currentKey, sliceStart);
         if (firstEnd - 1 > watermark) {
-          const fresh = currentKey !== filledKey && (known ?? state.get() === undefined);
+          const fresh = currentKey !== filledKey && state.get() === undefined;
           state.add(value);
           filledKey = currentKey;
           if (fresh) {
@@ -265,12 +281,12 @@ export function slicedWindowOperator<T, R>(
           }
         } else {
           state.add(value);
-          currentSpan = held?.of(currentKey);
           late(firstEnd, lastEnd, watermark);
         }
         backend.setCurrentNamespace(VOID);
       },
       ...timerHandlers(timers),
+      prepareSnapshot: held && (() => held.flushAll()),
     };
   }, { timestamped: true, parallelism });
 }
