@@ -3,7 +3,7 @@ import type { AggregateFunction } from '../core/types.js';
 import { aggregatingState } from '../state/descriptors.js';
 import { copyValue } from '../state/copyValue.js';
 import { WindowedFlow } from '../windows/windowedFlow.js';
-import { rejectWindowOnly, rejectWindowQueryable, windowOperator } from '../windows/windowOperator.js';
+import { rejectWindowOnly, rejectWindowQueryable } from '../windows/windowOnlyOptions.js';
 import { keyedOperate } from './keyedOperate.js';
 import { STATEFUL_OPERATOR_OPTIONS, type StatefulOperatorOptions, type WindowFunctionOptions } from './reduce.js';
 import { checkOptions } from '../core/checkOptions.js';
@@ -56,7 +56,7 @@ export function aggregate<T, ACC, R, OUT = R>(
         },
         fromElements: (elements: T[]) => [fn.getResult(elements.reduce((acc, value) => fn.add(value, acc), fn.createAccumulator()))],
       };
-      return windowOperator<T, OUT>(input as WindowedFlow<T>, 'aggregate', options.uid, contents, options.process, options.parallelism);
+      return input.window.apply<T, OUT>(input as WindowedFlow<T>, 'aggregate', options.uid, contents, options.process, options.parallelism);
     }
     rejectWindowOnly('aggregate', options.process);
     return keyedOperate<T, OUT>(input, 'aggregate', options.uid, (backend, emit) => {

@@ -76,7 +76,7 @@ export class HeldSlices<T> {
 
   /** Adds what the current key's span holds pending to the state if its slice starts before `end`. */
   flushBefore(span: Readonly<Span>, end: number): void {
-    if (span.pendingStart < end) this.flush(span as Span);
+    if (span.pendingStart < end) this.flush(span);
   }
 
   /** Adds everything pending to the state, before a snapshot captures it. */
