@@ -3,10 +3,15 @@ import type { AggregateFunction } from '../core/types.js';
 import { aggregatingState } from '../state/descriptors.js';
 import { copyValue } from '../state/copyValue.js';
 import { WindowedFlow } from '../windows/windowedFlow.js';
-import { rejectWindowOnly, rejectWindowQueryable, windowOperator } from '../windows/windowOperator.js';
+import { rejectWindowOnly, rejectWindowQueryable } from '../windows/windowOnlyOptions.js';
 import { keyedOperate } from './keyedOperate.js';
 import { STATEFUL_OPERATOR_OPTIONS, type StatefulOperatorOptions, type WindowFunctionOptions } from './reduce.js';
 import { checkOptions } from '../core/checkOptions.js';
+
+/** An accumulator the window operator combined records into, added to a slice's state as one (merged, not added). */
+class PartialAccumulator<ACC> {
+  constructor(readonly accumulator: ACC) {}
+}
 
 /**
  * Rolling aggregation per key with a Flink AggregateFunction: records are added to the key's accumulator and
@@ -33,18 +38,25 @@ export function aggregate<T, ACC, R, OUT = R>(
         incremental: { descriptor: aggregatingState('window-contents', fn, { serializer: options.serializer }) },
         // Slices keep accumulators as the window state does (same name, kind and serializer), read raw to merge them.
         slicing: {
-          descriptor: aggregatingState<T, ACC, ACC>(
+          descriptor: aggregatingState<T | PartialAccumulator<ACC>, ACC, ACC>(
             'window-contents',
-            { createAccumulator: () => fn.createAccumulator(), add: (value, acc) => fn.add(value, acc), getResult: (acc) => acc, merge: (a, b) => fn.merge(a, b) },
+            {
+              createAccumulator: () => fn.createAccumulator(),
+              add: (value, acc) => (value instanceof PartialAccumulator ? fn.merge(acc, value.accumulator) : fn.add(value, acc)),
+              getResult: (acc) => acc,
+              merge: (a, b) => fn.merge(a, b),
+            },
             { serializer: options.serializer },
           ),
+          accumulate: (partial: unknown, value: T) => fn.add(value, partial === undefined ? fn.createAccumulator() : (partial as ACC)),
+          toAdd: (partial: unknown) => new PartialAccumulator(partial as ACC) as never,
           // Flink's merge may reuse either accumulator: the slice's one is copied so that it stays as it is.
           merge: (a: unknown, b: unknown) => fn.merge(a as ACC, copyValue(b as ACC)),
           result: (merged: unknown) => fn.getResult(merged as ACC),
         },
         fromElements: (elements: T[]) => [fn.getResult(elements.reduce((acc, value) => fn.add(value, acc), fn.createAccumulator()))],
       };
-      return windowOperator<T, OUT>(input as WindowedFlow<T>, 'aggregate', options.uid, contents, options.process, options.parallelism);
+      return input.window.apply<T, OUT>(input as WindowedFlow<T>, 'aggregate', options.uid, contents, options.process, options.parallelism);
     }
     rejectWindowOnly('aggregate', options.process);
     return keyedOperate<T, OUT>(input, 'aggregate', options.uid, (backend, emit) => {

@@ -11,6 +11,8 @@ import type { OperatorHandler } from './operatorSpec.js';
 export type KeyedHandler<T> = Omit<OperatorHandler<T>, 'onBarrier'> & {
   /** Non-keyed state to save with the keyed state (timers, watermark), captured synchronously at the barrier. */
   snapshotOperatorState?(): Json;
+  /** Moves what the operator keeps in memory into its keyed state before a snapshot captures it (Flink's prepareSnapshotPreBarrier). */
+  prepareSnapshot?(): void;
 };
 
 export interface KeyedOperatorOptions {
@@ -89,7 +91,10 @@ export function keyedOperate<T, R>(
         instances.forEach(({ subtask, backend, handler }, index) =>
           subtask.snapshot(
             barrier,
-            () => ({ keyed: backend.snapshot(), operator: handler.snapshotOperatorState?.() }),
+            () => {
+              handler.prepareSnapshot?.();
+              return { keyed: backend.snapshot(), operator: handler.snapshotOperatorState?.() };
+            },
             // One barrier goes on, after the last instance captured its state.
             index === instances.length - 1 ? forward : () => undefined,
           ),

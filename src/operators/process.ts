@@ -10,7 +10,6 @@ import { output } from './output.js';
 import type { ProcessContext, ProcessFunction, ProcessOptions, TimerContext, Timers } from './processFunction.js';
 import type { ProcessWindowFunction } from '../windows/windowFunction.js';
 import { WindowedFlow } from '../windows/windowedFlow.js';
-import { windowOperator } from '../windows/windowOperator.js';
 import { checkParallelism, checkStates, keyedOperate } from './keyedOperate.js';
 import { operate } from './operate.js';
 import { checkOptions } from '../core/checkOptions.js';
@@ -37,7 +36,7 @@ export function process<T, R>(fn: ProcessFunction<T, R> | ProcessWindowFunction<
     const states = checkStates('process', options.states, input instanceof KeyedFlow && !(input instanceof WindowedFlow));
     if (input instanceof WindowedFlow) {
       if (!('process' in fn)) throw new TypeError('process() after window(…) takes a ProcessWindowFunction: { process(key, ctx, elements, out) }');
-      return windowOperator<T, R>(input as WindowedFlow<T>, 'process', options.uid, { name: 'process', fromElements: (elements) => elements }, fn, options.parallelism);
+      return input.window.apply<T, R>(input as WindowedFlow<T>, 'process', options.uid, { name: 'process', fromElements: (elements) => elements }, fn, options.parallelism);
     }
     const processFunction = fn as ProcessFunction<T, R>;
     if (input instanceof KeyedFlow) return keyedProcess(input, processFunction, { ...options, states });

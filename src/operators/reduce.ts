@@ -3,7 +3,7 @@ import type { Serializer } from '../core/types.js';
 import { reducingState, valueState } from '../state/descriptors.js';
 import type { ProcessWindowFunction } from '../windows/windowFunction.js';
 import { WindowedFlow } from '../windows/windowedFlow.js';
-import { rejectWindowOnly, rejectWindowQueryable, windowOperator } from '../windows/windowOperator.js';
+import { rejectWindowOnly, rejectWindowQueryable } from '../windows/windowOnlyOptions.js';
 import { keyedOperate } from './keyedOperate.js';
 import { checkOptions } from '../core/checkOptions.js';
 
@@ -50,10 +50,17 @@ export function reduce<T, R = T>(
       const contents = {
         name: 'reduce',
         incremental: { descriptor },
-        slicing: { descriptor, merge: reducer as (a: unknown, b: unknown) => unknown, result: (merged: unknown) => merged },
+        slicing: {
+          descriptor,
+          accumulate: (partial: unknown, value: T) => (partial === undefined ? value : reducer(partial as T, value)),
+          // A partial reduction is a value like the records: the reducing state reduces it in as one.
+          toAdd: (partial: unknown) => partial as T,
+          merge: reducer as (a: unknown, b: unknown) => unknown,
+          result: (merged: unknown) => merged,
+        },
         fromElements: (elements: T[]) => [elements.reduce(reducer)],
       };
-      return windowOperator<T, R>(input as WindowedFlow<T>, 'reduce', options.uid, contents, options.process, options.parallelism);
+      return input.window.apply<T, R>(input as WindowedFlow<T>, 'reduce', options.uid, contents, options.process, options.parallelism);
     }
     rejectWindowOnly('reduce', options.process);
     return keyedOperate<T, R>(input, 'reduce', options.uid, (backend, emit) => {

@@ -100,6 +100,11 @@ export class TimerService {
     this.scheduled = { time: earliest, action };
   }
 
+  /** Visits every pending event-time timer, e.g. for an operator to rebuild what it keeps beside its state after a restore. */
+  forEachEventTimer(visit: (time: number, namespace: string, key: Key) => void): void {
+    this.eventTimers.forEach(visit);
+  }
+
   /** A copy of every pending timer and the watermark, taken synchronously at a barrier. */
   snapshot(): Json {
     const collect = (queue: TimerQueue) => {

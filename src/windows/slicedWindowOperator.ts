@@ -7,6 +7,7 @@ import type { TimeDomain } from '../time/timerService.js';
 import { windowFunctionContext } from './windowFunctionContext.js';
 import { timerHandlers, windowTimers } from './windowTimers.js';
 import { LATE_DATA } from './lateData.js';
+import { HeldSlices } from './heldSlices.js';
 import { WindowCache, gcd, windowOfId, windowStart } from './timeWindow.js';
 import type { ProcessWindowFunction, WindowSlicing } from './windowFunction.js';
 import type { WindowedFlow } from './windowedFlow.js';
@@ -64,9 +65,20 @@ export function slicedWindowOperator<T, R>(
     const perWindowState = sliced && task.restoredOperatorStates.length > 0;
     const state = backend.getState(slicing.descriptor);
     const timers = windowTimers(backend, task, fail, onTimer);
-
     const slices = new WindowCache(length);
     const windows = new WindowCache(size);
+    // Which slices each key holds values in, and its newest slice's records not yet in the state, when a window has
+    // several slices: firing reads only those, and records reach the state once per key and slice.
+    const held = sliced ? new HeldSlices<T>(backend, state, slicing, (start) => slices.at(start).id) : undefined;
+    // The span of the key a timer or a late record fires windows for, looked up once for its reads and clears.
+    let currentSpan: ReturnType<HeldSlices<T>['of']>;
+    if (held && task.restoredOperatorStates.length > 0) {
+      timers.forEachEventTimer((_time, namespace, key) => {
+        const window = windowOfId(namespace);
+        held.cover(key, window.start, window.end - length);
+      });
+    }
+
     let currentKey: Key = '';
     let currentWindow: Window = windows.at(0);
     const { windowContext, out } = windowFunctionContext<R>(timers, emit, record, () => currentWindow);
@@ -98,7 +110,17 @@ export function slicedWindowOperator<T, R>(
       let copied = false;
       sharedSeen = false;
       const ids = sliceIdsOf(window);
-      for (let i = 0; i < ids.length; i++) {
+      let from = 0;
+      let to = ids.length - 1;
+      if (held) {
+        const span = currentSpan;
+        if (span === undefined) to = -1;
+        else {
+          from = Math.max(from, (span.first - window.start) / length);
+          to = Math.min(to, (span.last - window.start) / length);
+        }
+      }
+      for (let i = from; i <= to; i++) {
         backend.setCurrentNamespace(ids[i]!);
         const value = state.get();
         if (value === undefined) continue;
@@ -138,7 +160,19 @@ export function slicedWindowOperator<T, R>(
 
     /** Drops the key's slices that no window after this one holds (and the window's own state of before). */
     function clearLast(window: Window): void {
-      for (let start = window.start; start < window.start + slide; start += length) {
+      const drop = window.start + slide;
+      let from = window.start;
+      let to = drop - length;
+      if (held) {
+        const span = currentSpan;
+        if (span === undefined) to = from - length;
+        else {
+          from = Math.max(from, span.first);
+          to = Math.min(to, span.last);
+          held.dropBefore(currentKey, span, drop);
+        }
+      }
+      for (let start = from; start <= to; start += length) {
         backend.setCurrentNamespace(slices.at(start).id);
         state.clear();
       }
@@ -170,11 +204,13 @@ export function slicedWindowOperator<T, R>(
       if (domain !== 'event-time') return;
       filledKey = undefined;
       currentKey = key;
+      currentSpan = held?.of(key);
       if (namespace !== timerNamespace) {
         timerWindow = windowOfId(namespace);
         timerNamespace = namespace;
       }
       const window = timerWindow;
+      if (currentSpan !== undefined && time === window.maxTimestamp) held!.flushBefore(currentSpan, window.end);
       if (time === window.maxTimestamp && fire(window)) {
         if (allowedLateness > 0) timers.registerEventTimeTimer(key, window.id, cleanupTime(window.end));
         // Slices are shared: the next window of the key may have no record of its own to register its timer (the
@@ -219,6 +255,21 @@ export function slicedWindowOperator<T, R>(
           emit(new SideOutputElement(LATE_DATA, value, timestamp) as never);
           return;
         }
+        if (held) {
+          const fresh = held.add(currentKey, sliceStart, value);
+          if (firstEnd - 1 > watermark) {
+            if (fresh) {
+              const first = windows.at(firstEnd - size);
+              timers.registerEventTimeTimer(currentKey, first.id, first.maxTimestamp);
+            }
+          } else {
+            currentSpan = held.of(currentKey)!;
+            held.flushBefore(currentSpan, Number.POSITIVE_INFINITY);
+            late(firstEnd, lastEnd, watermark);
+          }
+          backend.setCurrentNamespace(VOID);
+          return;
+        }
         backend.setCurrentNamespace(sliceId);
         if (firstEnd - 1 > watermark) {
           const fresh = currentKey !== filledKey && state.get() === undefined;
@@ -235,6 +286,7 @@ export function slicedWindowOperator<T, R>(
         backend.setCurrentNamespace(VOID);
       },
       ...timerHandlers(timers),
+      prepareSnapshot: held && (() => held.flushAll()),
     };
   }, { timestamped: true, parallelism });
 }

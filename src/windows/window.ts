@@ -1,6 +1,7 @@
 import { JobDefinitionError } from '../core/errors.js';
 import type { KeyedFlow } from '../core/flow.js';
 import { requireKeyed } from '../operators/operate.js';
+import { windowOperator } from './windowOperator.js';
 import { WindowedFlow } from './windowedFlow.js';
 import type { Trigger, WindowAssigner } from './windowTypes.js';
 import { checkOptions } from '../core/checkOptions.js';
@@ -35,6 +36,12 @@ export function window<T>(assigner: WindowAssigner, options: WindowOptions = {})
       );
     }
     const trigger = options.trigger ?? assigner.defaultTrigger();
-    return new WindowedFlow<T>(keyed.graph, keyed.node, keyed.keySelector, keyed.timestamped, { assigner, trigger, defaultTrigger: options.trigger === undefined, allowedLateness });
+    return new WindowedFlow<T>(keyed.graph, keyed.node, keyed.keySelector, keyed.timestamped, {
+      assigner,
+      trigger,
+      defaultTrigger: options.trigger === undefined,
+      allowedLateness,
+      apply: windowOperator,
+    });
   };
 }

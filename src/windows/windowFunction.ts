@@ -44,6 +44,10 @@ export interface WindowContents<T> {
 export interface WindowSlicing<T> {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any stored type (the accumulator)
   readonly descriptor: StateDescriptor<{ add(value: T): void; get(): unknown; clear(): void }, any>;
+  /** Adds a record to a partial result the operator keeps in memory and owns (undefined: none yet); returns it. */
+  accumulate(partial: unknown, value: T): unknown;
+  /** What to `add` to the descriptor's state so that it merges in a partial result made by `accumulate`. */
+  toAdd(partial: unknown): T;
   /** Merges `b` into `a`, which is a private copy and may be modified; `b` is a slice's state and must not be. */
   merge(a: unknown, b: unknown): unknown;
   /** The window's result from its merged partial result. */

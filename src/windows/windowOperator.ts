@@ -1,5 +1,4 @@
 import type { ListState, Key, KeyedStateBackend, ValueState } from '../core/types.js';
-import { JobDefinitionError } from '../core/errors.js';
 import { Flow } from '../core/flow.js';
 import { SideOutputElement } from '../core/elements.js';
 import { keyedOperate } from '../operators/keyedOperate.js';
@@ -243,20 +242,4 @@ function createTriggerContext(
       return { get: () => scoped(() => state.value()), set: (value) => scoped(() => state.update(value)) };
     },
   };
-}
-
-/** Rejects options that only make sense on windowed flows. */
-/** Window state lives per key and window, which a point query by key cannot name (Flink does not query it either). */
-export function rejectWindowQueryable(kind: string, queryable: string | undefined): void {
-  if (queryable !== undefined) {
-    throw new JobDefinitionError(
-      `${kind} after window(…): the queryable option is for the rolling ${kind}; to query window results, keep them in a queryable state of a process function downstream`,
-    );
-  }
-}
-
-export function rejectWindowOnly(kind: string, process: unknown): void {
-  if (process !== undefined) {
-    throw new JobDefinitionError(`${kind}: the process option is a window function; use it after window(…)`);
-  }
 }

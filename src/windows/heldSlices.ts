@@ -1,0 +1,125 @@
+import type { Key, KeyedStateBackend } from '../core/types.js';
+import type { WindowSlicing } from './windowFunction.js';
+
+/** What one key holds of a sliding window's slices. */
+interface Span {
+  /** No slice before `first` nor after `last` (by start) holds a value of the key; those between may. */
+  first: number;
+  last: number;
+  /** The key holds a value in `last` for sure (a record went there), not only may. */
+  lastHeld: boolean;
+  /** The partial result of the key's records in the slice at `pendingStart` not yet added to the state. */
+  pending: unknown;
+  pendingStart: number;
+}
+
+/**
+ * The slices of a sliding window each key holds values in, kept in memory beside the state (whose layout stays one
+ * namespace per slice), for two savings:
+ * - a key mostly holds values in one or two of a window's slices (an auction gets its bids within seconds, a user
+ *   clicks in bursts), so a firing reads only the slices between `first` and `last` of one span instead of every
+ *   slice of the window, most of them empty;
+ * - the records of a key in its newest slice are combined here (`pending`) and reach the state once, when the key
+ *   moves on to another slice, a window holding the slice fires, or a snapshot is taken (Flink's window buffer, which
+ *   its slice-based window aggregation flushes before a barrier), instead of a state read and write per record.
+ * After a restore the spans are rebuilt from the restored timers (`cover`): every slice holding a value lies in a
+ * window the key has a timer in.
+ */
+export class HeldSlices<T> {
+  private readonly spans = new Map<Key, Span>();
+
+  constructor(
+    private readonly backend: KeyedStateBackend,
+    private readonly state: { add(value: T): void; get(): unknown },
+    private readonly slicing: WindowSlicing<T>,
+    /** The namespace of the slice starting at `start`. */
+    private readonly idOf: (start: number) => string,
+  ) {}
+
+  /**
+   * Adds a record of the current key `key` to the slice at `start`; says whether the key held nothing there before
+   * (its first window then needs a timer). May leave the backend in another namespace.
+   */
+  add(key: Key, start: number, value: T): boolean {
+    const span = this.spans.get(key);
+    if (span === undefined) {
+      this.spans.set(key, { first: start, last: start, lastHeld: true, pending: this.slicing.accumulate(undefined, value), pendingStart: start });
+      return true;
+    }
+    if (span.pendingStart === start) {
+      span.pending = this.slicing.accumulate(span.pending, value);
+      return false;
+    }
+    this.flush(span);
+    let fresh: boolean;
+    if (start > span.last) {
+      span.last = start;
+      span.lastHeld = true;
+      fresh = true;
+    } else if (start === span.last && span.lastHeld) fresh = false;
+    else if (start < span.first) {
+      span.first = start;
+      fresh = true;
+    } else {
+      this.backend.setCurrentNamespace(this.idOf(start));
+      fresh = this.state.get() === undefined;
+    }
+    span.pending = this.slicing.accumulate(undefined, value);
+    span.pendingStart = start;
+    return fresh;
+  }
+
+  /** The key's span, read-only; undefined when it holds nothing. */
+  of(key: Key): Readonly<Span> | undefined {
+    return this.spans.get(key);
+  }
+
+  /** Adds what the current key's span holds pending to the state if its slice starts before `end`. */
+  flushBefore(span: Readonly<Span>, end: number): void {
+    if (span.pendingStart < end) this.flush(span);
+  }
+
+  /** Adds everything pending to the state, before a snapshot captures it. */
+  flushAll(): void {
+    const current = this.backend.getCurrentKey();
+    for (const [key, span] of this.spans) {
+      if (span.pending === undefined) continue;
+      this.backend.setCurrentKey(key);
+      this.flush(span);
+    }
+    if (current !== undefined) this.backend.setCurrentKey(current);
+    this.backend.setCurrentNamespace('');
+  }
+
+  private flush(span: Span): void {
+    if (span.pending === undefined) return;
+    this.backend.setCurrentNamespace(this.idOf(span.pendingStart));
+    this.state.add(this.slicing.toAdd(span.pending));
+    span.pending = undefined;
+    span.pendingStart = Number.NaN;
+  }
+
+  /** Forgets the key's slices before `start`, which were cleared; `span` is the key's, as `of` gave it. */
+  dropBefore(key: Key, span: Readonly<Span>, start: number): void {
+    const held = span as Span;
+    if (held.pendingStart < start) {
+      held.pending = undefined;
+      held.pendingStart = Number.NaN;
+    }
+    if (held.last < start) this.spans.delete(key);
+    else if (held.first < start) held.first = start;
+  }
+
+  /** Widens the key's span to `[first, last]`, where it may hold values (restored state, read from its timers). */
+  cover(key: Key, first: number, last: number): void {
+    const span = this.spans.get(key);
+    if (span === undefined) this.spans.set(key, { first, last, lastHeld: false, pending: undefined, pendingStart: Number.NaN });
+    else {
+      if (first < span.first) span.first = first;
+      if (last > span.last) {
+        span.last = last;
+        span.lastHeld = false;
+      }
+    }
+  }
+}
