@@ -3,7 +3,6 @@ import { tmpdir } from 'node:os';
 import { open } from 'lmdb';
 import { WeirError } from '../../core/errors.js';
 import { keyGroupOf } from '../../core/keyGroups.js';
-import { forEachPayloadEntry } from '../payloadEntries.js';
 import type {
   Key,
   KeyGroupRange,
@@ -15,20 +14,18 @@ import type {
   StateMeta,
 } from '../../core/types.js';
 import { copyValue } from '../copyValue.js';
-import { decodeKey } from '../keyCodec.js';
 import { mergeStateValues } from '../mergeStateValues.js';
 import {
   checkKeyType,
   checkRestoredMeta,
   checkSameRegistration,
-  encodedKeyType,
   metaOf,
   needsMigration,
   requireKey,
   restoredDecoder,
-  undeclaredState,
 } from '../stateChecks.js';
 import { KeyWriter, PREFIX_BYTES, STRUCTURES_ROW, readKeyPart, readNamespace, stateIdOfRow } from './keyEncoding.js';
+import { restoreRows } from './lmdbRestore.js';
 import { lmdbSnapshot, type SnapshotState } from './lmdbSnapshot.js';
 import { LmdbAggregatingState, LmdbListState, LmdbMapState, LmdbReducingState, LmdbValueState } from './lmdbStates.js';
 import { MapRows } from './mapRows.js';
@@ -88,8 +85,6 @@ export function lmdbStateBackend(options: LmdbStateBackendOptions = {}): StateBa
  * throughput of 32 768, for some 50 MB of buffered values at most (the 5M-key job still runs in a 256 MB heap).
  */
 const FLUSH_AFTER_WRITES = 262_144;
-/** Restored entries written per transaction. */
-const RESTORE_BATCH = 65_536;
 
 /** One state of the backend, by name: restored, registered, or both. */
 interface Slot {
@@ -338,37 +333,8 @@ class LmdbKeyedStateBackend implements KeyedStateBackend, RowStore {
 
   restore(payloads: KeyedStatePayload[]): void {
     this.checkOpen();
-    const batch: (() => void)[] = [];
-    const write = () => {
-      this.db.transactionSync(() => batch.forEach((put) => put()));
-      batch.length = 0;
-    };
-    for (const payload of payloads) {
-      const slots = payload.states.map((meta) => this.restoredSlot(meta));
-      // Rows are keyed by key group first: every entry's is needed.
-      forEachPayloadEntry(payload, { maxParallelism: this.maxParallelism, range: this.range, keyGroups: true }, ([index, key, value, namespace = ''], keyGroup) => {
-        const slot = slots[index];
-        if (slot === undefined) throw undeclaredState(this.uid, index);
-        (slot.keyTypes ??= new Set()).add(encodedKeyType(key));
-        const row = Buffer.from(this.keys.begin(keyGroup, slot.id).add(decodeKey(key)).addNamespace(namespace).key());
-        batch.push(() => {
-          this.db.put(row, value);
-        });
-        if (batch.length >= RESTORE_BATCH) write();
-      });
-      // A delta's removals (incremental checkpoints): restored rows are whole values, map state's too.
-      for (const [keyGroup, removed] of payload.removed ?? []) {
-        if (keyGroup < this.range.start || keyGroup > this.range.end) continue;
-        for (const [index, key, namespace = ''] of removed) {
-          const slot = slots[index];
-          if (slot === undefined) throw undeclaredState(this.uid, index);
-          const row = Buffer.from(this.keys.begin(keyGroup, slot.id).add(decodeKey(key)).addNamespace(namespace).key());
-          batch.push(() => void this.db.remove(row));
-          if (batch.length >= RESTORE_BATCH) write();
-        }
-      }
-    }
-    if (batch.length > 0) write();
+    const { uid, db, keys, maxParallelism, range } = this;
+    restoreRows({ uid, db, keys, maxParallelism, range }, payloads, (meta) => this.restoredSlot(meta));
   }
 
   /** The slot restored rows of `meta` go to. Restore comes before any state is read, as in a job's attempt. */
