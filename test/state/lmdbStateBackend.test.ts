@@ -14,6 +14,7 @@ import {
   memoryCheckpointStorage,
   process,
   valueState,
+  type KeyedStatePayload,
   type StateBackend,
 } from 'weir';
 import { lmdbStateBackend } from 'weir/node';
@@ -97,6 +98,70 @@ describe('lmdb state backend', () => {
     backend.dispose();
     expect(existsSync(join(root, 'own'))).toBe(true);
   });
+
+  it('snapshots hold the writes LMDB has not committed yet, and none made after them, whenever LMDB commits', async () => {
+    // Small batches: many flushes, each written and committed by LMDB's write thread whenever it gets to it.
+    const backend = lmdbStateBackend({ path: root, writeBatch: 500 }).createKeyedBackend({ ...options, trackChanges: true });
+    const state = backend.getState(valueState<{ n: number }>('n'));
+    const turns = async () => {
+      for (let i = 0; i < 20; i++) await new Promise<void>((resolve) => setImmediate(resolve));
+    };
+    const KEYS = 5_000;
+    for (let i = 0; i < KEYS; i++) {
+      backend.setCurrentKey(i);
+      state.update({ n: i });
+    }
+    await turns();
+    for (let i = 0; i < KEYS; i += 5) {
+      backend.setCurrentKey(i);
+      state.clear();
+    }
+    const full = backend.snapshot();
+    await turns();
+    // After the barrier: values changed in place (then written back), deleted keys written again.
+    for (let i = 0; i < KEYS; i++) {
+      backend.setCurrentKey(i);
+      const value = state.value();
+      if (value === undefined) state.update({ n: -i - 1 });
+      else {
+        value.n += 1_000_000;
+        state.update(value);
+      }
+    }
+    await turns();
+    const values = (payload: KeyedStatePayload) => new Map(payload.keyGroups.flatMap(([, group]) => group.map(([, key, value]) => [key, value])));
+    const fullPayload = full.materialize();
+    full.release();
+    const expectedFull = new Map(Array.from({ length: KEYS }, (_, i) => i).filter((i) => i % 5 !== 0).map((i) => [i, { n: i }]));
+    expect(values(fullPayload)).toEqual(expectedFull);
+
+    const delta = backend.snapshot();
+    await turns();
+    for (let i = 0; i < KEYS; i += 7) {
+      backend.setCurrentKey(i);
+      state.clear();
+    }
+    const deltaPayloads = Array.from(delta.materializeChangeChunks!(1_000));
+    expect(new Map(deltaPayloads.flatMap((payload) => [...values(payload)]))).toEqual(
+      new Map(Array.from({ length: KEYS }, (_, i) => [i, { n: i % 5 === 0 ? -i - 1 : i + 1_000_000 }])),
+    );
+    expect(deltaPayloads.flatMap((payload) => payload.removed ?? [])).toEqual([]);
+
+    expect(backend.keyCount()).toBe(KEYS - Math.ceil(KEYS / 7));
+    expect(new Set(backend.keysOf(valueState<{ n: number }>('n')))).toEqual(new Set(Array.from({ length: KEYS }, (_, i) => i).filter((i) => i % 7 !== 0)));
+    await turns();
+    const restored = lmdbStateBackend({ path: root }).createKeyedBackend(options);
+    restored.restore([fullPayload, ...deltaPayloads]);
+    const restoredState = restored.getState(valueState<{ n: number }>('n'));
+    for (let i = 0; i < KEYS; i++) {
+      backend.setCurrentKey(i);
+      restored.setCurrentKey(i);
+      expect(restoredState.value(), `key ${i}`).toEqual({ n: i % 5 === 0 ? -i - 1 : i + 1_000_000 });
+      expect(state.value(), `key ${i}`).toEqual(i % 7 === 0 ? undefined : { n: i % 5 === 0 ? -i - 1 : i + 1_000_000 });
+    }
+    restored.dispose();
+    backend.dispose();
+  });
 });
 
 describe('a job on the lmdb state backend', () => {
@@ -161,6 +226,8 @@ describe('a job on the lmdb state backend', () => {
     ['lmdb', 'heap', () => lmdbStateBackend({ path: root }), () => heapStateBackend()],
     ['heap', 'lmdb', () => heapStateBackend(), () => lmdbStateBackend({ path: root })],
     ['lmdb', 'lmdb', () => lmdbStateBackend({ path: root }), () => lmdbStateBackend({ path: root })],
+    // Every few records a flush, committed by LMDB's write thread while the job runs and checkpoints.
+    ['lmdb (write batches of 4)', 'lmdb', () => lmdbStateBackend({ path: root, writeBatch: 4 }), () => lmdbStateBackend({ path: root, writeBatch: 4 })],
   ])('checkpoints on %s and restores on %s with the same results', async (_from, _to, first, second) => {
     const storage = memoryCheckpointStorage();
     const paused = pausable();

@@ -1,8 +1,8 @@
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { open } from 'lmdb';
+import { WeirError } from '../../core/errors.js';
 import { keyGroupOf } from '../../core/keyGroups.js';
-import { forEachPayloadEntry } from '../payloadEntries.js';
 import type {
   Key,
   KeyGroupRange,
@@ -14,19 +14,17 @@ import type {
   StateMeta,
 } from '../../core/types.js';
 import { copyValue } from '../copyValue.js';
-import { decodeKey } from '../keyCodec.js';
 import { mergeStateValues } from '../mergeStateValues.js';
 import {
   checkKeyType,
   checkRestoredMeta,
-  encodedKeyType,
   metaOf,
   needsMigration,
   requireKey,
   restoredDecoder,
-  undeclaredState,
 } from '../stateChecks.js';
-import { KeyWriter, PREFIX_BYTES, STRUCTURES_ROW, readKeyPart, readNamespace } from './keyEncoding.js';
+import { KeyWriter, PREFIX_BYTES, STRUCTURES_ROW, readKeyPart, readNamespace, stateIdOfRow } from './keyEncoding.js';
+import { restoreRows } from './lmdbRestore.js';
 import { lmdbSnapshot, type SnapshotState } from './lmdbSnapshot.js';
 import { LmdbAggregatingState, LmdbListState, LmdbMapState, LmdbReducingState, LmdbValueState } from './lmdbStates.js';
 import { MapRows } from './mapRows.js';
@@ -53,7 +51,7 @@ export interface LmdbStateBackendOptions {
  * bounded by disk, not by the JavaScript heap. Each keyed operator instance opens its own database in a fresh
  * directory under `path`, removed when the job ends; the directories of processes that were killed are removed by
  * the next start under the same `path`. Reads and writes stay synchronous; writes are buffered and
- * written in batches, and a checkpoint reads an LMDB read transaction while processing continues.
+ * written in batches by LMDB's write thread, and a checkpoint reads an LMDB read transaction while processing continues.
  * @example
  * import { lmdbStateBackend } from 'weir/node';
  * createJob({ name: 'sessions', stateBackend: lmdbStateBackend({ path: '/var/tmp/weir' }) });
@@ -87,8 +85,6 @@ export function lmdbStateBackend(options: LmdbStateBackendOptions = {}): StateBa
  * throughput of 32 768, for some 50 MB of buffered values at most (the 5M-key job still runs in a 256 MB heap).
  */
 const FLUSH_AFTER_WRITES = 262_144;
-/** Restored entries written per transaction. */
-const RESTORE_BATCH = 65_536;
 
 /** One state of the backend, by name: restored, registered, or both. */
 interface Slot {
@@ -120,6 +116,10 @@ class LmdbKeyedStateBackend implements KeyedStateBackend, RowStore {
   private readonly registry: StateRegistry<Slot>;
   private readonly valueRows: ValueRows<unknown>[] = [];
   private buffered = 0;
+  /** Flushes handed to LMDB's write thread so far. */
+  private flushes = 0;
+  /** Why LMDB's write thread failed to commit a flush: every later flush and snapshot fails with it. */
+  private writeFailure: unknown;
   private readonly snapshots = new Set<KeyedSnapshot>();
   private disposed = false;
 
@@ -203,13 +203,36 @@ class LmdbKeyedStateBackend implements KeyedStateBackend, RowStore {
     if (++this.buffered >= this.options.writeBatch) this.flush();
   }
 
+  /**
+   * Hands the buffered writes to LMDB's write thread, which writes and commits them while processing goes on: the
+   * B-tree work of a batch (most of a flush's cost on random keys) leaves the JavaScript thread. Until LMDB reports
+   * the commit, the rows are read from the flushed batch, and snapshots read them from there too.
+   */
   private flush(): void {
+    this.checkWritten();
     if (this.buffered === 0) return;
     const groupOf = (key: Key) => keyGroupOf(key, this.maxParallelism);
-    this.db.transactionSync(() => {
-      for (const rows of this.valueRows) rows.flush(groupOf);
-    });
+    const flush = ++this.flushes;
+    const commits: Promise<boolean>[] = [];
+    for (const rows of this.valueRows) rows.flush(groupOf, flush, commits);
     this.buffered = 0;
+    Promise.all(commits).then(
+      () => {
+        if (!this.disposed) for (const rows of this.valueRows) rows.committed(flush);
+      },
+      (error: unknown) => {
+        this.writeFailure ??= error;
+      },
+    );
+  }
+
+  private checkWritten(): void {
+    if (this.writeFailure === undefined) return;
+    throw new WeirError(
+      `operator '${this.uid}': the LMDB state backend could not write its working state in ${this.directory} ` +
+        `(${String((this.writeFailure as Error)?.message ?? this.writeFailure)}); free disk space, or raise or drop the backend's mapSize`,
+      { cause: this.writeFailure },
+    );
   }
 
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any stored type
@@ -297,46 +320,18 @@ class LmdbKeyedStateBackend implements KeyedStateBackend, RowStore {
       mapRows: slot.rows instanceof MapRows && !slot.needsAdoption ? slot.rows : undefined,
       // Taken at every snapshot, so that the next one's delta starts here.
       changes: slot.rows?.takeChanges(),
+      inFlight: slot.rows instanceof ValueRows ? slot.rows.inFlight() : undefined,
     }));
     const groupOf = (key: Key) => keyGroupOf(key, this.maxParallelism);
-    const snapshot = lmdbSnapshot(this.db, states, () => this.snapshots.delete(snapshot), this.options.trackChanges ? groupOf : undefined);
+    const snapshot = lmdbSnapshot(this.db, states, groupOf, () => this.snapshots.delete(snapshot), this.options.trackChanges);
     this.snapshots.add(snapshot);
     return snapshot;
   }
 
   restore(payloads: KeyedStatePayload[]): void {
     this.checkOpen();
-    const batch: (() => void)[] = [];
-    const write = () => {
-      this.db.transactionSync(() => batch.forEach((put) => put()));
-      batch.length = 0;
-    };
-    for (const payload of payloads) {
-      const slots = payload.states.map((meta) => this.restoredSlot(meta));
-      // Rows are keyed by key group first: every entry's is needed.
-      forEachPayloadEntry(payload, { maxParallelism: this.maxParallelism, range: this.range, keyGroups: true }, ([index, key, value, namespace = ''], keyGroup) => {
-        const slot = slots[index];
-        if (slot === undefined) throw undeclaredState(this.uid, index);
-        (slot.keyTypes ??= new Set()).add(encodedKeyType(key));
-        const row = Buffer.from(this.keys.begin(keyGroup, slot.id).add(decodeKey(key)).addNamespace(namespace).key());
-        batch.push(() => {
-          this.db.put(row, value);
-        });
-        if (batch.length >= RESTORE_BATCH) write();
-      });
-      // A delta's removals (incremental checkpoints): restored rows are whole values, map state's too.
-      for (const [keyGroup, removed] of payload.removed ?? []) {
-        if (keyGroup < this.range.start || keyGroup > this.range.end) continue;
-        for (const [index, key, namespace = ''] of removed) {
-          const slot = slots[index];
-          if (slot === undefined) throw undeclaredState(this.uid, index);
-          const row = Buffer.from(this.keys.begin(keyGroup, slot.id).add(decodeKey(key)).addNamespace(namespace).key());
-          batch.push(() => void this.db.remove(row));
-          if (batch.length >= RESTORE_BATCH) write();
-        }
-      }
-    }
-    if (batch.length > 0) write();
+    const { uid, db, keys, maxParallelism, range } = this;
+    restoreRows({ uid, db, keys, maxParallelism, range }, payloads, (meta) => this.restoredSlot(meta));
   }
 
   /** The slot restored rows of `meta` go to. Restore comes before any state is read, as in a job's attempt. */
@@ -355,8 +350,9 @@ class LmdbKeyedStateBackend implements KeyedStateBackend, RowStore {
 
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any stored type
   *keysOf(descriptor: StateDescriptor<unknown, any>, namespace = ''): Iterable<Key> {
-    const { id } = this.register(descriptor);
-    this.flush();
+    const { id, rows: table } = this.register(descriptor);
+    // Keys whose newest write LMDB may not hold yet: they come from the write buffers, not from LMDB's rows.
+    const written = table instanceof ValueRows ? table.written().get(namespace) : undefined;
     // One key group at a time, so that no read transaction stays open while the caller yields to processing.
     for (let keyGroup = this.range.start; keyGroup <= this.range.end; keyGroup++) {
       this.checkOpen();
@@ -365,12 +361,13 @@ class LmdbKeyedStateBackend implements KeyedStateBackend, RowStore {
       let last: Key | undefined;
       for (const row of rows) {
         const { value: key, next } = readKeyPart(row, PREFIX_BYTES);
-        if (readNamespace(row, next).value !== namespace) continue;
+        if (readNamespace(row, next).value !== namespace || written?.has(key)) continue;
         // Map state has one row per map entry: a user key's rows in one namespace are contiguous.
         if (key !== last) yield key;
         last = key;
       }
     }
+    for (const [key, holdsValue] of written ?? []) if (holdsValue) yield key;
   }
 
   peek<STORED>(descriptor: StateDescriptor<unknown, STORED>, key: Key, namespace = ''): STORED | undefined {
@@ -387,9 +384,19 @@ class LmdbKeyedStateBackend implements KeyedStateBackend, RowStore {
 
   keyCount(): number {
     this.checkOpen();
-    this.flush();
+    // Rows whose newest write LMDB may not hold yet are counted from the write buffers instead.
+    const written = new Map(this.valueRows.map((rows) => [rows.id, rows.written()]));
     const keys = new Set<string>();
-    for (const row of this.db.getKeys({ end: STRUCTURES_ROW })) keys.add(row.toString('latin1', PREFIX_BYTES, readKeyPart(row, PREFIX_BYTES).next));
+    for (const row of this.db.getKeys({ end: STRUCTURES_ROW })) {
+      const { value: key, next } = readKeyPart(row, PREFIX_BYTES);
+      if (written.get(stateIdOfRow(row))?.get(readNamespace(row, next).value)?.has(key)) continue;
+      keys.add(row.toString('latin1', PREFIX_BYTES, next));
+    }
+    for (const byNamespace of written.values()) {
+      for (const namespaceKeys of byNamespace.values()) {
+        for (const [key, holdsValue] of namespaceKeys) if (holdsValue) keys.add(this.keys.begin(0, 0).add(key).key().toString('latin1', PREFIX_BYTES));
+      }
+    }
     return keys.size;
   }
 
@@ -400,7 +407,8 @@ class LmdbKeyedStateBackend implements KeyedStateBackend, RowStore {
     this.slots.clear();
     this.registry.clear();
     this.valueRows.length = 0;
-    // Closing returns a promise for pending writes, and there are none: every write here is synchronous.
+    // Closing waits for the flushes LMDB's write thread has not committed; the directory goes now (its files stay
+    // open until then), and nothing reads them again.
     void this.db.close();
     rmSync(this.directory, { recursive: true, force: true });
   }

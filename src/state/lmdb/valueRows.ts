@@ -1,26 +1,26 @@
 import type { Key, Serializer } from '../../core/types.js';
+import { copyValue } from '../copyValue.js';
 import { ChangedKeys } from './changedKeys.js';
+import { InFlightRows, REMOVED, type Buffered, type FlushedBatch } from './inFlightRows.js';
 import type { RowStore } from './rowStore.js';
-
-/** Marks, in the write buffer, a key whose row is to be deleted. */
-const REMOVED = Symbol('removed');
-
-type Buffered<V> = Map<Key, V | typeof REMOVED>;
 
 /**
  * One state's rows that hold a single value per key and namespace (value, list, reducing and aggregating state),
- * behind a write-back buffer: writes go to a `Map` of decoded values and reach LMDB in batches (`flush`, one write
- * transaction), so the processing path pays neither a transaction nor serialization per record, and reads see
- * their own writes. The void namespace's previous batch is kept as a read cache until the next flush, which catches
- * hot keys; a window's buffer is dropped once flushed, since windows come and go.
+ * behind a write-back buffer: writes go to a `Map` of decoded values and reach LMDB in batches (`flush`), so the
+ * processing path pays neither a transaction nor serialization per record, and reads see their own writes. A
+ * flushed batch is written and committed by LMDB's write thread while processing goes on; its rows are read from
+ * here until LMDB reports the commit, and the newest committed batch stays as a read cache until the next commit,
+ * which catches hot keys.
  */
 export class ValueRows<V> {
-  /** Writes of the void namespace not yet in LMDB: the newest value of each key, or REMOVED. */
+  /** Writes of the void namespace not yet flushed: the newest value of each key, or REMOVED. */
   private dirty: Buffered<V> = new Map();
-  /** The void namespace's batch flushed last: already in LMDB, kept to answer reads of recently written keys. */
-  private recent: Buffered<V> = new Map();
-  /** Writes to windows (namespaces other than the void one) not yet in LMDB, by namespace. */
+  /** Writes to windows (namespaces other than the void one) not yet flushed, by namespace. */
   private windows = new Map<string, Buffered<V>>();
+  /** Flushed batches, newest first: those LMDB has not committed yet, then the newest committed one (the read cache). */
+  private flushed: FlushedBatch<V>[] = [];
+  /** The newest flush LMDB reported committed. */
+  private committedFlush = 0;
   /** With change tracking (incremental checkpoints): the keys flushed since the last snapshot, by namespace. */
   private readonly changes: ChangedKeys | undefined;
 
@@ -39,11 +39,29 @@ export class ValueRows<V> {
   }
 
   get(key: Key, namespace = this.store.namespace): V | undefined {
-    const value = namespace === '' ? (this.dirty.get(key) ?? this.recent.get(key)) : this.windows.get(namespace)?.get(key);
-    if (value !== undefined) return value === REMOVED ? undefined : value;
+    const buffered = namespace === '' ? this.dirty.get(key) : this.windows.get(namespace)?.get(key);
+    if (buffered !== undefined) return buffered === REMOVED ? undefined : buffered;
+    const { flushed } = this;
+    for (let i = 0; i < flushed.length; i++) {
+      const batch = flushed[i]!;
+      const value = (namespace === '' ? batch.voids : batch.windows.get(namespace))?.get(key);
+      if (value === undefined) continue;
+      if (value === REMOVED) return undefined;
+      return batch.holders > 0 ? this.copyOnRead(key, value, namespace) : value;
+    }
     const { store } = this;
     const stored = store.db.get(store.keys.begin(store.keyGroup(key), this.id).add(key).addNamespace(namespace).key());
     return stored === undefined ? undefined : this.serializer.decode(stored, this.serializer.version);
+  }
+
+  /**
+   * A snapshot still reads `value`: the caller gets a copy, which becomes the buffered value, so that changes made
+   * to it in place show in later reads (as on the heap backend) and never in the snapshot.
+   */
+  private copyOnRead(key: Key, value: V, namespace: string): V {
+    const copy = copyValue(value);
+    if (copy !== value) this.set(key, copy, namespace);
+    return copy;
   }
 
   set(key: Key, value: V, namespace = this.store.namespace): void {
@@ -63,33 +81,63 @@ export class ValueRows<V> {
     return buffer;
   }
 
-  /** Writes the buffered rows; call inside a write transaction (`transactionSync`). */
-  flush(keyGroupOf: (key: Key) => number): void {
-    if (this.dirty.size > 0) {
-      this.write(this.dirty, '', keyGroupOf);
-      this.recent = this.dirty;
-      this.dirty = new Map();
-    }
-    if (this.windows.size > 0) {
-      for (const [namespace, buffer] of this.windows) this.write(buffer, namespace, keyGroupOf);
-      this.windows = new Map();
-    }
+  /**
+   * Hands the buffered rows to LMDB's write thread as flush number `flush`; `commits` gets the promises LMDB
+   * resolves once they are committed.
+   */
+  flush(keyGroupOf: (key: Key) => number, flush: number, commits: Promise<boolean>[]): void {
+    if (this.dirty.size === 0 && this.windows.size === 0) return;
+    this.write(this.dirty, '', keyGroupOf, commits);
+    for (const [namespace, buffer] of this.windows) this.write(buffer, namespace, keyGroupOf, commits);
+    this.flushed.unshift({ flush, voids: this.dirty, windows: this.windows, holders: 0 });
+    this.dirty = new Map();
+    this.windows = new Map();
   }
 
-  private write(buffer: Buffered<V>, namespace: string, keyGroupOf: (key: Key) => number): void {
+  private write(buffer: Buffered<V>, namespace: string, keyGroupOf: (key: Key) => number, commits: Promise<boolean>[]): void {
     const { db, keys } = this.store;
     this.changes?.add(namespace, buffer.keys());
+    let last: Promise<boolean> | undefined = commits[commits.length - 1];
     for (const [key, value] of buffer) {
       const row = keys.begin(keyGroupOf(key), this.id).add(key).addNamespace(namespace).key();
-      if (value === REMOVED) db.remove(row);
-      else db.put(row, this.serializer.encode(value));
+      // Outside a transaction LMDB only queues the write (key and value encoded now) for its write thread.
+      const committed = value === REMOVED ? db.remove(row) : db.put(row, this.serializer.encode(value));
+      // One promise per LMDB transaction: keep each once.
+      if (committed !== last) commits.push((last = committed));
     }
   }
 
-  /** Forgets the buffers, e.g. after the rows were rewritten underneath them. */
-  reset(): void {
-    this.dirty.clear();
-    this.recent.clear();
-    this.windows.clear();
+  /** LMDB committed every flush up to `flush`: their rows are read from LMDB again, but for the newest batch's. */
+  committed(flush: number): void {
+    this.committedFlush = flush;
+    const newest = this.flushed.findIndex((batch) => batch.flush <= flush);
+    if (newest >= 0) this.flushed.length = newest + 1;
+  }
+
+  /** What a snapshot taken now reads besides LMDB's read transaction: the batches not committed yet (flush first). */
+  inFlight(): InFlightRows {
+    const uncommitted = this.flushed.filter((batch) => batch.flush > this.committedFlush);
+    return new InFlightRows(uncommitted, (value) => this.serializer.encode(value as V));
+  }
+
+  /**
+   * Every key whose newest write is buffered or flushed here, by namespace: true when it left a value, false when
+   * it deleted one. LMDB's rows of these keys may be older.
+   */
+  written(): Map<string, Map<Key, boolean>> {
+    const written = new Map<string, Map<Key, boolean>>();
+    const add = (namespace: string, buffer: Buffered<V>) => {
+      let keys = written.get(namespace);
+      if (keys === undefined) written.set(namespace, (keys = new Map<Key, boolean>()));
+      for (const [key, value] of buffer) if (!keys.has(key)) keys.set(key, value !== REMOVED);
+    };
+    // Newest first: a key already seen was written again later.
+    add('', this.dirty);
+    for (const [namespace, buffer] of this.windows) add(namespace, buffer);
+    for (const batch of this.flushed) {
+      add('', batch.voids);
+      for (const [namespace, buffer] of batch.windows) add(namespace, buffer);
+    }
+    return written;
   }
 }
