@@ -11,6 +11,8 @@ interface Span {
   /** The partial result of the key's records in the slice at `pendingStart` not yet added to the state. */
   pending: unknown;
   pendingStart: number;
+  /** The namespace of that slice. */
+  pendingId: string;
 }
 
 /**
@@ -32,18 +34,17 @@ export class HeldSlices<T> {
     private readonly backend: KeyedStateBackend,
     private readonly state: { add(value: T): void; get(): unknown },
     private readonly slicing: WindowSlicing<T>,
-    /** The namespace of the slice starting at `start`. */
-    private readonly idOf: (start: number) => string,
   ) {}
 
   /**
-   * Adds a record of the current key `key` to the slice at `start`; says whether the key held nothing there before
+   * Adds a record of the current key `key` to the slice at `start` (namespace `id`); says whether the key held nothing there before
    * (its first window then needs a timer). May leave the backend in another namespace.
    */
-  add(key: Key, start: number, value: T): boolean {
+  add(key: Key, start: number, id: string, value: T): boolean {
     const span = this.spans.get(key);
     if (span === undefined) {
-      this.spans.set(key, { first: start, last: start, lastHeld: true, pending: this.slicing.accumulate(undefined, value), pendingStart: start });
+      this.spans.set(key, { first: start, last: start, lastHeld: true, pending: undefined, pendingStart: Number.NaN, pendingId: '' });
+      this.write(id, value);
       return true;
     }
     if (span.pendingStart === start) {
@@ -51,22 +52,33 @@ export class HeldSlices<T> {
       return false;
     }
     this.flush(span);
+    if (start === span.last && span.lastHeld) {
+      // The key's second record in its newest slice: it has several there, which are combined here from now on. A
+      // key with one record per slice (short slices, many keys) writes it through and pays nothing for this.
+      span.pending = this.slicing.accumulate(undefined, value);
+      span.pendingStart = start;
+      span.pendingId = id;
+      return false;
+    }
     let fresh: boolean;
     if (start > span.last) {
       span.last = start;
       span.lastHeld = true;
       fresh = true;
-    } else if (start === span.last && span.lastHeld) fresh = false;
-    else if (start < span.first) {
+    } else if (start < span.first) {
       span.first = start;
       fresh = true;
     } else {
-      this.backend.setCurrentNamespace(this.idOf(start));
+      this.backend.setCurrentNamespace(id);
       fresh = this.state.get() === undefined;
     }
-    span.pending = this.slicing.accumulate(undefined, value);
-    span.pendingStart = start;
+    this.write(id, value);
     return fresh;
+  }
+
+  private write(id: string, value: T): void {
+    this.backend.setCurrentNamespace(id);
+    this.state.add(value);
   }
 
   /** The key's span, read-only; undefined when it holds nothing. */
@@ -93,7 +105,7 @@ export class HeldSlices<T> {
 
   private flush(span: Span): void {
     if (span.pending === undefined) return;
-    this.backend.setCurrentNamespace(this.idOf(span.pendingStart));
+    this.backend.setCurrentNamespace(span.pendingId);
     this.state.add(this.slicing.toAdd(span.pending));
     span.pending = undefined;
     span.pendingStart = Number.NaN;
@@ -113,7 +125,7 @@ export class HeldSlices<T> {
   /** Widens the key's span to `[first, last]`, where it may hold values (restored state, read from its timers). */
   cover(key: Key, first: number, last: number): void {
     const span = this.spans.get(key);
-    if (span === undefined) this.spans.set(key, { first, last, lastHeld: false, pending: undefined, pendingStart: Number.NaN });
+    if (span === undefined) this.spans.set(key, { first, last, lastHeld: false, pending: undefined, pendingStart: Number.NaN, pendingId: '' });
     else {
       if (first < span.first) span.first = first;
       if (last > span.last) {

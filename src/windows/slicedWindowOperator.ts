@@ -69,7 +69,7 @@ export function slicedWindowOperator<T, R>(
     const windows = new WindowCache(size);
     // Which slices each key holds values in, and its newest slice's records not yet in the state, when a window has
     // several slices: firing reads only those, and records reach the state once per key and slice.
-    const held = sliced ? new HeldSlices<T>(backend, state, slicing, (start) => slices.at(start).id) : undefined;
+    const held = sliced ? new HeldSlices<T>(backend, state, slicing) : undefined;
     // The span of the key a timer or a late record fires windows for, looked up once for its reads and clears.
     let currentSpan: ReturnType<HeldSlices<T>['of']>;
     if (held && task.restoredOperatorStates.length > 0) {
@@ -256,7 +256,7 @@ export function slicedWindowOperator<T, R>(
           return;
         }
         if (held) {
-          const fresh = held.add(currentKey, sliceStart, value);
+          const fresh = held.add(currentKey, sliceStart, sliceId, value);
           if (firstEnd - 1 > watermark) {
             if (fresh) {
               const first = windows.at(firstEnd - size);
