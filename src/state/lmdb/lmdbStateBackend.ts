@@ -50,8 +50,8 @@ export interface LmdbStateBackendOptions {
  * Working state in LMDB, an embedded memory-mapped key-value store (the role RocksDB plays in Flink): state is
  * bounded by disk, not by the JavaScript heap. Each keyed operator instance opens its own database in a fresh
  * directory under `path`, removed when the job ends; the directories of processes that were killed are removed by
- * the next start under the same `path`. Reads and writes stay synchronous; writes are buffered and
- * written in batches by LMDB's write thread, and a checkpoint reads an LMDB read transaction while processing continues.
+ * the next start under the same `path`. Reads and writes stay synchronous; writes are buffered and written in
+ * batches by LMDB's write thread, and a checkpoint reads an LMDB read transaction while processing continues.
  * @example
  * import { lmdbStateBackend } from 'weir/node';
  * createJob({ name: 'sessions', stateBackend: lmdbStateBackend({ path: '/var/tmp/weir' }) });
@@ -118,7 +118,10 @@ class LmdbKeyedStateBackend implements KeyedStateBackend, RowStore {
   private buffered = 0;
   /** Flushes handed to LMDB's write thread so far. */
   private flushes = 0;
-  /** Why LMDB's write thread failed to commit a flush: every later flush and snapshot fails with it. */
+  /**
+   * Why LMDB's write thread failed to commit a flush (a full disk): every later flush and snapshot fails with it,
+   * since the batch's rows never reached LMDB.
+   */
   private writeFailure: unknown;
   private readonly snapshots = new Set<KeyedSnapshot>();
   private disposed = false;
@@ -230,7 +233,7 @@ class LmdbKeyedStateBackend implements KeyedStateBackend, RowStore {
     if (this.writeFailure === undefined) return;
     throw new WeirError(
       `operator '${this.uid}': the LMDB state backend could not write its working state in ${this.directory} ` +
-        `(${String((this.writeFailure as Error)?.message ?? this.writeFailure)}); free disk space, or raise or drop the backend's mapSize`,
+        `(${String((this.writeFailure as Error)?.message ?? this.writeFailure)}); free disk space under its path, or give the backend another path`,
       { cause: this.writeFailure },
     );
   }
