@@ -52,7 +52,7 @@ export interface ValueStateDescriptor<S, STORED = unknown> extends StateDescript
   /**
    * True when values read from the state are never changed in place, only replaced through `update` (Flink: an
    * immutable type, whose serializer's `copy` is the identity). A read while a snapshot still holds the value then
-   * hands out the value itself instead of a private copy. `reduce` sets it: its reducer returns a new value.
+   * hands out the value itself instead of a private copy. Set it with `valueState(name, { immutable: true })`.
    */
   readonly immutable?: boolean;
 }

@@ -33,9 +33,9 @@ export interface WindowFunctionOptions<A, R> {
 /**
  * Rolling reduce per key (Flink's `KeyedStream.reduce`): combines each record with the key's reduction so far and
  * emits the new reduction. The first record of a key is emitted as it is. After `window(…)`, reduces each window
- * incrementally and emits one result per firing (through `process`, if given). The reducer returns a new value and
- * leaves `accumulated` as it is (a checkpoint being written may still hold it); for an accumulator changed in place,
- * use `fold` or `aggregate`.
+ * incrementally and emits one result per firing (through `process`, if given). The reducer may return a new value or
+ * change `accumulated` in place and return it: while a checkpoint is being written, the value it holds is copied
+ * before the reducer sees it.
  * @example clicks.pipe(keyBy((c) => c.user), reduce((a, b) => ({ ...a, n: a.n + b.n }), { uid: 'per-user' }))
  */
 export function reduce<T, R = T>(
@@ -64,10 +64,10 @@ export function reduce<T, R = T>(
     }
     rejectWindowOnly('reduce', options.process);
     return keyedOperate<T, R>(input, 'reduce', options.uid, (backend, emit) => {
-      // The reducer returns a new value (it must not change `accumulated` in place, as for a window's reduce, whose
-      // reducing state hands it the stored value too): reads need no copy while a snapshot holds the value.
-      const descriptor = valueState<T>('reduce', { serializer: options.serializer, queryable: options.queryable });
-      const state = backend.getState({ ...descriptor, immutable: true });
+      // Not `immutable`: a reducer may change `accumulated` in place and return it (as with RxJS's `scan`), and a
+      // snapshot still holding the value must not see that, so reads copy while one is pending (Flink's heap backend
+      // copies on access too, for any type whose serializer is not immutable).
+      const state = backend.getState(valueState<T>('reduce', { serializer: options.serializer, queryable: options.queryable }));
       return (value) => {
         const current = state.value();
         const next = current === undefined ? value : reducer(current, value);

@@ -53,13 +53,18 @@ function common<T>(name: string, options: StateOptions<T>) {
 }
 
 /**
- * A single value per key.
+ * A single value per key. `immutable: true` says its values are only ever replaced through `update`, never changed in
+ * place, so a read while a checkpoint is being written needs no private copy (Flink: an immutable type).
  * @example
  * const seen = valueState<number>('seen', { default: 0 });
  * // in a process function: ctx.state(seen).update(ctx.state(seen).value()! + 1)
  */
-export function valueState<T>(name: string, options: StateOptions<T> & { default?: T } = {}): ValueStateDescriptor<ValueState<T>, T> {
-  return { name, kind: 'value', serializer: options.serializer ?? autoSerializer<T>(), defaultValue: options.default, ...common(name, options) };
+export function valueState<T>(
+  name: string,
+  options: StateOptions<T> & { default?: T; immutable?: boolean } = {},
+): ValueStateDescriptor<ValueState<T>, T> {
+  const descriptor = { name, kind: 'value' as const, serializer: options.serializer ?? autoSerializer<T>(), defaultValue: options.default, ...common(name, options) };
+  return options.immutable === true ? { ...descriptor, immutable: true } : descriptor;
 }
 
 /**
