@@ -170,7 +170,9 @@ export class HeapReducingState<T> extends HeapState<T> implements ReducingState<
     rejectNull(value, this.name, 'cannot add');
     const key = this.key();
     const table = this.writeTable();
-    const current = table.get(key);
+    // The reduce function may change the stored value in place (a window's `reduce` hands it over as `accumulated`):
+    // a snapshot still holding it must keep the original.
+    const current = table.snapshotting() ? table.mutable(key) : table.get(key);
     table.set(key, current === undefined ? value : this.reduce(current, value));
   }
 }
