@@ -29,6 +29,9 @@ interface Span {
  */
 export class HeldSlices<T> {
   private readonly spans = new Map<Key, Span>();
+  /** Map lookups this index cost, and state accesses it saved: whether it pays for the keys it sees. */
+  lookups = 0;
+  saved = 0;
 
   constructor(
     private readonly backend: KeyedStateBackend,
@@ -41,6 +44,7 @@ export class HeldSlices<T> {
    * (its first window then needs a timer). May leave the backend in another namespace.
    */
   add(key: Key, start: number, id: string, value: T): boolean {
+    this.lookups++;
     const span = this.spans.get(key);
     if (span === undefined) {
       this.spans.set(key, { first: start, last: start, lastHeld: true, pending: undefined, pendingStart: Number.NaN, pendingId: '' });
@@ -49,6 +53,8 @@ export class HeldSlices<T> {
     }
     if (span.pendingStart === start) {
       span.pending = this.slicing.accumulate(span.pending, value);
+      // A state read and write.
+      this.saved += 2;
       return false;
     }
     this.flush(span);
@@ -83,6 +89,7 @@ export class HeldSlices<T> {
 
   /** The key's span, read-only; undefined when it holds nothing. */
   of(key: Key): Readonly<Span> | undefined {
+    this.lookups++;
     return this.spans.get(key);
   }
 

@@ -22,6 +22,10 @@ const VOID = '';
  */
 const MAX_SLICES_PER_WINDOW = 100;
 
+/** How often (records) and after how many lookups the index of held slices is weighed against what it saves. */
+const CHECK_EVERY = 65_536;
+const CHECK_AFTER = 200_000;
+
 /** Whether windows of this geometry are worth slicing. */
 export function slicesPay({ size, slide }: { size: number; slide: number }): boolean {
   return size / gcd(size, slide) <= MAX_SLICES_PER_WINDOW;
@@ -69,13 +73,14 @@ export function slicedWindowOperator<T, R>(
     const windows = new WindowCache(size);
     // Which slices each key holds values in, and its newest slice's records not yet in the state, when a window has
     // several slices: firing reads only those, and records reach the state once per key and slice.
-    const held = sliced ? new HeldSlices<T>(backend, state, slicing) : undefined;
+    let held = sliced ? new HeldSlices<T>(backend, state, slicing) : undefined;
     // The span of the key a timer or a late record fires windows for, looked up once for its reads and clears.
     let currentSpan: ReturnType<HeldSlices<T>['of']>;
     if (held && task.restoredOperatorStates.length > 0) {
+      const restored = held;
       timers.forEachEventTimer((_time, namespace, key) => {
         const window = windowOfId(namespace);
-        held.cover(key, window.start, window.end - length);
+        restored.cover(key, window.start, window.end - length);
       });
     }
 
@@ -119,6 +124,7 @@ export function slicedWindowOperator<T, R>(
           from = Math.max(from, (span.first - window.start) / length);
           to = Math.min(to, (span.last - window.start) / length);
         }
+        held.saved += ids.length - Math.max(0, to - from + 1);
       }
       for (let i = from; i <= to; i++) {
         backend.setCurrentNamespace(ids[i]!);
@@ -235,6 +241,8 @@ export function slicedWindowOperator<T, R>(
     // The key whose record went into that slice last: the slice holds something for it (only a timer clears a
     // slice, and timers forget this), so its window's timer is registered and the record need not look.
     let filledKey: Key | undefined;
+    // Records since the index was last weighed.
+    let records = 0;
 
     return {
       onRecord(value) {
@@ -254,6 +262,16 @@ export function slicedWindowOperator<T, R>(
         if (sliceCleanup <= watermark) {
           emit(new SideOutputElement(LATE_DATA, value, timestamp) as never);
           return;
+        }
+        if (held && ++records === CHECK_EVERY) {
+          records = 0;
+          if (held.lookups > CHECK_AFTER && held.saved < held.lookups) {
+            // Keys with one record per slice in every slice (short slices over many keys): the index saves nothing
+            // and costs a lookup per record and firing. Everything it holds goes to the state, and it is dropped.
+            held.flushAll();
+            held = undefined;
+            currentSpan = undefined;
+          }
         }
         if (held) {
           const fresh = held.add(currentKey, sliceStart, sliceId, value);
@@ -286,7 +304,7 @@ export function slicedWindowOperator<T, R>(
         backend.setCurrentNamespace(VOID);
       },
       ...timerHandlers(timers),
-      prepareSnapshot: held && (() => held.flushAll()),
+      prepareSnapshot: sliced ? () => held?.flushAll() : undefined,
     };
   }, { timestamped: true, parallelism });
 }
