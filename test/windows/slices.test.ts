@@ -215,3 +215,24 @@ describe('sliced windows across checkpoints', () => {
     }
   });
 });
+
+describe('sliced sliding windows over many keys with one record per key and slice', () => {
+  it('agree with per-window state after the operator stops tracking held slices in memory', async () => {
+    // 3,000 keys × 70 slices, one record each: past the operator's check (200k lookups), tracking which slices a key
+    // holds saves nothing, so its in-memory partials go to the state mid-stream and later records go there directly.
+    const events: Ev[] = [];
+    for (let slice = 0; slice < 70; slice++) for (let k = 0; k < 3000; k++) events.push(ev(`k${k}`, slice * 5 + (k % 5), (k % 7) + slice));
+    const pipeline = (perWindow: boolean) => (flow: Flow<Ev>) =>
+      flow.pipe(
+        timestamps(),
+        keyBy((e: Ev) => e.k),
+        window(sliding(20, 5), perWindow ? { trigger: eventTimeTrigger() } : {}),
+        reduce(total, { uid: 'sums' }),
+        stamped(),
+      );
+    const sliced = await run(events, pipeline(false));
+    const reference = await run(events, pipeline(true));
+    expect(sliced[Object.keys(sliced)[0]!]!.length).toBe(3000 * 73);
+    expect(sorted(sliced)).toEqual(sorted(reference));
+  }, 60_000);
+});
