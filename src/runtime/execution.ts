@@ -14,7 +14,8 @@ import { SnapshotWriter } from '../task/snapshotWriter.js';
 import { SourceRunner } from '../task/sourceRunner.js';
 import type { OperatorSpec } from '../operators/operatorSpec.js';
 import { OperatorChain } from '../operators/operatorChain.js';
-import type { Json, KeyGroupRange, KeyedStateBackend, Scheduler, SinkWriter, SourceReader, StateBackend, StateClock } from '../core/types.js';
+import type { Json, KeyedStateBackend, Scheduler, SinkWriter, SourceReader, StateBackend } from '../core/types.js';
+import { AttemptBackends } from './attemptBackends.js';
 
 export interface ExecutionOptions {
   graph: JobGraph;
@@ -46,9 +47,7 @@ export class Execution {
   /** What each runner's source failure is attributed to (its uid and source). */
   private readonly runnerSources = new Map<SourceRunner<unknown>, { uid: string; operator: string }>();
   private readonly writers: SinkWriter<unknown>[] = [];
-  private readonly backends: KeyedStateBackend[] = [];
-  /** Keyed backends restored before the nodes are built, by task id. */
-  private readonly restoredBackends = new Map<string, KeyedStateBackend>();
+  private readonly backends: AttemptBackends;
   /** Stops reading the ends of the graph. */
   private readonly subscriptions: (() => void)[] = [];
   /** The event timestamp slot shared by every operator of this attempt. */
@@ -69,14 +68,23 @@ export class Execution {
   constructor(private readonly options: ExecutionOptions) {
     this.queryable = new QueryableStateRegistry(options.graph.jobName, options.maxParallelism);
     this.snapshots = new SnapshotWriter({ clock: options.scheduler, acknowledger: options.coordinator });
+    this.backends = new AttemptBackends({
+      stateBackend: options.stateBackend,
+      maxParallelism: options.maxParallelism,
+      scheduler: options.scheduler,
+      trackChanges: options.coordinator?.incremental,
+      queryable: this.queryable,
+      watermarkOf: (uid) => this.watermarkOf(uid),
+      record: this.record,
+    });
     this.done = new Promise<void>((resolve, reject) => ((this.resolveDone = resolve), (this.rejectDone = reject)));
     // The caller may never look at `done` of an attempt that failed during setup; its error reaches it via `start`.
     this.done.catch(() => undefined);
   }
 
   async start(): Promise<void> {
-    const { graph, coordinator } = this.options;
-    await this.restoreKeyedState().catch((error: unknown) => {
+    const { graph, coordinator, restored } = this.options;
+    await this.backends.restore(graph, restored).catch((error: unknown) => {
       this.fail(error);
       throw error;
     });
@@ -243,7 +251,7 @@ export class Execution {
       maxParallelism,
       keyGroupRange: range,
       restoredOperatorState: saved?.operators[0],
-      keyedBackend: () => (backend ??= this.openKeyedBackend(node, index, range)),
+      keyedBackend: () => (backend ??= this.backends.open(node, index, range)),
       decline: (id, by) => coordinator?.decline(id, { uid: node.uid, subtask: index }, by),
       snapshot: (barrier, capture, forward, alignment) => this.snapshots.snapshot(barrier.id, { uid: node.uid, subtask: index, range }, capture, forward, alignment),
     };
@@ -253,68 +261,6 @@ export class Execution {
     let watermark = this.watermarks.get(uid);
     if (watermark === undefined) this.watermarks.set(uid, (watermark = { current: Number.NEGATIVE_INFINITY }));
     return watermark;
-  }
-
-  /**
-   * The time state TTL reads in an operator: the job's scheduler, and the operator's watermark; before its first
-   * watermark, event time is the timestamp of the record being processed (there is no better estimate yet).
-   */
-  private stateClock(uid: string): StateClock {
-    const { scheduler } = this.options;
-    const watermark = this.watermarkOf(uid);
-    const record = this.record;
-    return {
-      processingTime: () => scheduler.now(),
-      eventTime: () => (watermark.current > Number.NEGATIVE_INFINITY ? watermark.current : (record.current ?? Number.NEGATIVE_INFINITY)),
-    };
-  }
-
-  /**
-   * A subtask's keyed backend, restored if the checkpoint has state for it, with the states its operator declares
-   * registered before any record, as Flink operators register their state in `open()`: a declared queryable state
-   * answers queries from the start, and a restored one holds its values before the operator uses it again.
-   */
-  private openKeyedBackend(node: GraphNode, index: number, range: KeyGroupRange): KeyedStateBackend {
-    const backend = this.restoredBackends.get(taskId(node.uid, index)) ?? this.createKeyedBackend(node.uid, range);
-    // After the restore: a state registered first would not take the restored entries.
-    for (const descriptor of node.states ?? []) backend.getState(descriptor);
-    return backend;
-  }
-
-  /** A subtask's keyed backend, registered for queries and disposed with the attempt. */
-  private createKeyedBackend(uid: string, range: KeyGroupRange): KeyedStateBackend {
-    const { stateBackend, maxParallelism } = this.options;
-    const backend = stateBackend.createKeyedBackend({
-      uid,
-      maxParallelism,
-      keyGroupRange: range,
-      clock: this.stateClock(uid),
-      onStateRegistered: (descriptor) => this.queryable.register(uid, descriptor),
-      trackChanges: this.options.coordinator?.incremental,
-    });
-    this.backends.push(backend);
-    this.queryable.addBackend(uid, range, backend);
-    return backend;
-  }
-
-  /**
-   * Creates and restores the keyed backend of every subtask that has keyed state in the checkpoint, before any node
-   * is built (an operator may read its state as it is set up). Files are read one at a time and each payload handed
-   * to the backends as it comes, so keyed state larger than memory is never loaded whole.
-   */
-  private async restoreKeyedState(): Promise<void> {
-    const { restored, graph, maxParallelism } = this.options;
-    for (const node of graph.nodes) {
-      const saved = restored?.states.get(node.uid);
-      if (!saved?.hasKeyed) continue;
-      const parallelism = node.parallelism ?? 1;
-      const backends = Array.from({ length: parallelism }, (_, index) => {
-        const backend = this.createKeyedBackend(node.uid, keyGroupRangeFor(index, parallelism, maxParallelism));
-        this.restoredBackends.set(taskId(node.uid, index), backend);
-        return backend;
-      });
-      for await (const payload of saved.keyed()) for (const backend of backends) backend.restore([payload]);
-    }
   }
 
   private succeed(): void {
@@ -347,6 +293,6 @@ export class Execution {
       }
     }
     this.idleReaders.clear();
-    this.backends.forEach((backend) => backend.dispose());
+    this.backends.dispose();
   }
 }

@@ -1,7 +1,6 @@
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { open } from 'lmdb';
-import { WeirError } from '../../core/errors.js';
 import { keyGroupOf } from '../../core/keyGroups.js';
 import type {
   Key,
@@ -15,14 +14,8 @@ import type {
 } from '../../core/types.js';
 import { copyValue } from '../copyValue.js';
 import { mergeStateValues } from '../mergeStateValues.js';
-import {
-  checkKeyType,
-  checkRestoredMeta,
-  metaOf,
-  needsMigration,
-  requireKey,
-  restoredDecoder,
-} from '../stateChecks.js';
+import { checkKeyType, checkRestoredMeta, metaOf, needsMigration, requireKey } from '../stateChecks.js';
+import { adoptRestoredRows } from './adoptRows.js';
 import { KeyWriter, PREFIX_BYTES, STRUCTURES_ROW, readKeyPart, readNamespace, stateIdOfRow } from './keyEncoding.js';
 import { restoreRows } from './lmdbRestore.js';
 import { lmdbSnapshot, type SnapshotState } from './lmdbSnapshot.js';
@@ -31,6 +24,7 @@ import { MapRows } from './mapRows.js';
 import type { RowStore, StateDatabase } from './rowStore.js';
 import { ValueRows } from './valueRows.js';
 import { removeAbandonedWorkingDirectories, workingDirectoryPrefix } from './workingDirectories.js';
+import { FLUSH_AFTER_WRITES, WriteBatches } from './writeBatches.js';
 import { StateRegistry } from '../stateRegistry.js';
 import { withStateTtl } from '../ttl/withStateTtl.js';
 
@@ -79,13 +73,6 @@ export function lmdbStateBackend(options: LmdbStateBackendOptions = {}): StateBa
   });
 }
 
-/**
- * Buffered writes past which they are written to LMDB in one transaction, by default. Large batches pay: every transaction
- * copies the B-tree pages it touches, and on a million random keys 262 144 writes per batch ran at about twice the
- * throughput of 32 768, for some 50 MB of buffered values at most (the 5M-key job still runs in a 256 MB heap).
- */
-const FLUSH_AFTER_WRITES = 262_144;
-
 /** One state of the backend, by name: restored, registered, or both. */
 interface Slot {
   readonly id: number;
@@ -114,15 +101,7 @@ class LmdbKeyedStateBackend implements KeyedStateBackend, RowStore {
   private group = 0;
   private readonly slots = new Map<string, Slot>();
   private readonly registry: StateRegistry<Slot>;
-  private readonly valueRows: ValueRows<unknown>[] = [];
-  private buffered = 0;
-  /** Flushes handed to LMDB's write thread so far. */
-  private flushes = 0;
-  /**
-   * Why LMDB's write thread failed to commit a flush (a full disk): every later flush and snapshot fails with it,
-   * since the batch's rows never reached LMDB.
-   */
-  private writeFailure: unknown;
+  private readonly batches: WriteBatches;
   private readonly snapshots = new Set<KeyedSnapshot>();
   private disposed = false;
 
@@ -141,6 +120,7 @@ class LmdbKeyedStateBackend implements KeyedStateBackend, RowStore {
     mkdirSync(options.path, { recursive: true });
     this.directory = mkdtempSync(workingDirectoryPrefix(options.path));
     this.registry = new StateRegistry(uid, options.onStateRegistered, (descriptor) => this.createSlot(descriptor));
+    this.batches = new WriteBatches({ uid, directory: this.directory, maxParallelism, writeBatch: options.writeBatch });
     // Working state is rebuilt from a checkpoint after a crash, so it needs no durability: no fsync, no compression.
     this.db = open<unknown, Buffer>({
       path: this.directory,
@@ -203,39 +183,7 @@ class LmdbKeyedStateBackend implements KeyedStateBackend, RowStore {
   }
 
   wrote(): void {
-    if (++this.buffered >= this.options.writeBatch) this.flush();
-  }
-
-  /**
-   * Hands the buffered writes to LMDB's write thread, which writes and commits them while processing goes on: the
-   * B-tree work of a batch (most of a flush's cost on random keys) leaves the JavaScript thread. Until LMDB reports
-   * the commit, the rows are read from the flushed batch, and snapshots read them from there too.
-   */
-  private flush(): void {
-    this.checkWritten();
-    if (this.buffered === 0) return;
-    const groupOf = (key: Key) => keyGroupOf(key, this.maxParallelism);
-    const flush = ++this.flushes;
-    const commits: Promise<boolean>[] = [];
-    for (const rows of this.valueRows) rows.flush(groupOf, flush, commits);
-    this.buffered = 0;
-    Promise.all(commits).then(
-      () => {
-        if (!this.disposed) for (const rows of this.valueRows) rows.committed(flush);
-      },
-      (error: unknown) => {
-        this.writeFailure ??= error;
-      },
-    );
-  }
-
-  private checkWritten(): void {
-    if (this.writeFailure === undefined) return;
-    throw new WeirError(
-      `operator '${this.uid}': the LMDB state backend could not write its working state in ${this.directory} ` +
-        `(${String((this.writeFailure as Error)?.message ?? this.writeFailure)}); free disk space under its path, or give the backend another path`,
-      { cause: this.writeFailure },
-    );
+    this.batches.wrote();
   }
 
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any stored type
@@ -276,47 +224,21 @@ class LmdbKeyedStateBackend implements KeyedStateBackend, RowStore {
       descriptor.kind === 'map'
         ? new MapRows(this, slot.id, descriptor.serializer as never, this.options.trackChanges)
         : new ValueRows(this, slot.id, descriptor.serializer, this.options.trackChanges);
-    if (slot.needsAdoption) this.adopt(slot, rows, descriptor);
+    if (slot.needsAdoption) {
+      const { db, keys, range } = this;
+      adoptRestoredRows({ db, keys, range }, slot.id, slot.meta, rows, descriptor);
+      slot.needsAdoption = false;
+    }
     slot.descriptor = descriptor;
     slot.meta = metaOf(descriptor);
     slot.rows = rows;
-    if (rows instanceof ValueRows) this.valueRows.push(rows);
+    if (rows instanceof ValueRows) this.batches.add(rows);
     return slot;
-  }
-
-  /**
-   * Rewrites restored rows into the form `rows` reads: a map per entry, values in the current serializer version and
-   * migrated to the descriptor's schema version.
-   */
-  private adopt(slot: Slot, rows: ValueRows<unknown> | MapRows<unknown, unknown>, descriptor: StateDescriptor<unknown>): void {
-    const decode = restoredDecoder(slot.meta, descriptor);
-    const { db, keys } = this;
-    db.transactionSync(() => {
-      for (let keyGroup = this.range.start; keyGroup <= this.range.end; keyGroup++) {
-        const writer = keys.begin(keyGroup, slot.id);
-        const range = { start: Buffer.from(writer.key()), end: writer.rangeEnd() };
-        const restored = Array.from(db.getRange(range), ({ key, value }) => ({ key: Buffer.from(key), value }));
-        for (const { key: row, value } of restored) {
-          const decoded = decode(value);
-          if (rows instanceof ValueRows) {
-            db.put(row, rows.serializer.encode(decoded));
-            continue;
-          }
-          const { value: userKey, next } = readKeyPart(row, PREFIX_BYTES);
-          const namespace = readNamespace(row, next).value;
-          db.remove(row);
-          for (const [mapKey, mapValue] of decoded as Map<unknown, unknown>) {
-            db.put(keys.begin(keyGroup, slot.id).add(userKey).addNamespace(namespace).add(mapKey).key(), rows.encodeEntry(mapKey, mapValue));
-          }
-        }
-      }
-    });
-    slot.needsAdoption = false;
   }
 
   snapshot(): KeyedSnapshot {
     this.checkOpen();
-    this.flush();
+    this.batches.flush();
     const states: SnapshotState[] = Array.from(this.slots.values(), (slot) => ({
       id: slot.id,
       meta: slot.meta,
@@ -388,7 +310,7 @@ class LmdbKeyedStateBackend implements KeyedStateBackend, RowStore {
   keyCount(): number {
     this.checkOpen();
     // Rows whose newest write LMDB may not hold yet are counted from the write buffers instead.
-    const written = new Map(this.valueRows.map((rows) => [rows.id, rows.written()]));
+    const written = new Map(this.batches.rows.map((rows) => [rows.id, rows.written()]));
     const keys = new Set<string>();
     for (const row of this.db.getKeys({ end: STRUCTURES_ROW })) {
       const { value: key, next } = readKeyPart(row, PREFIX_BYTES);
@@ -409,7 +331,7 @@ class LmdbKeyedStateBackend implements KeyedStateBackend, RowStore {
     for (const snapshot of Array.from(this.snapshots)) snapshot.release();
     this.slots.clear();
     this.registry.clear();
-    this.valueRows.length = 0;
+    this.batches.dispose();
     // Closing waits for the flushes LMDB's write thread has not committed; the directory goes now (its files stay
     // open until then), and nothing reads them again.
     void this.db.close();
