@@ -220,7 +220,7 @@ function bySubtask(files: readonly StateFileEntry[]): Instance[] {
 
 /**
  * The file of an instance (its `files` in restore order) that carries its operator state: the first of its own, as
- * the coordinator writes operator state into the first file of a chunked instance; a file shared from an earlier
+ * the snapshot writer puts operator state into the first file of a chunked instance; a file shared from an earlier
  * checkpoint (incremental) carries that checkpoint's operator state, not this one's.
  */
 function operatorStateFile(files: readonly StateFileEntry[]): StateFileEntry | undefined {
