@@ -999,7 +999,7 @@ export function describeKeyedStateBackend(name: string, create: () => StateBacke
 
       it('sees values as of the snapshot while aggregates change them in place and immutable or primitive values are replaced between its chunks', () => {
         const averages = backend.getState(aggregatingState('avg', mean));
-        // As `reduce` registers its rolling value: replaced through update, never changed in place.
+        // A state whose values are only replaced through update, never changed in place, and says so.
         const replaced = backend.getState(valueState<{ n: number }>('replaced', { immutable: true }));
         const counts = backend.getState(valueState<number>('count'));
         for (let i = 0; i < 30; i++) {
