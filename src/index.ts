@@ -16,7 +16,8 @@ export { keyBy } from './operators/keyBy.js';
 export { reduce, type StatefulOperatorOptions } from './operators/reduce.js';
 export { fold } from './operators/fold.js';
 export { aggregate } from './operators/aggregate.js';
-export { process } from './operators/process.js';
+// `processElements` is `process` under a name that does not shadow Node's global `process` in the importing module.
+export { process, process as processElements } from './operators/process.js';
 export type { ProcessFunction, ProcessContext, Output, ProcessOptions } from './operators/processFunction.js';
 
 export { fromArray } from './sources/fromArray.js';

@@ -17,7 +17,8 @@ import { checkOptions } from '../core/checkOptions.js';
 /**
  * The lowest-level operator: calls `onElement` for every record with the key's state and timers at hand, and emits
  * whatever the function sends to `out`. After `keyBy` its state is per key; on other flows `ctx.state` and timers are
- * not available. After `window(…)` it takes a ProcessWindowFunction and runs once per window firing.
+ * not available. After `window(…)` it takes a ProcessWindowFunction and runs once per window firing. Also exported
+ * as `processElements`, which does not shadow Node's global `process` in the module that imports it.
  * @example
  * const count = valueState<number>('count', { default: 0 });
  * clicks.pipe(keyBy((c) => c.user), process({

@@ -32,7 +32,8 @@ export interface WindowFunctionOptions<A, R> {
 
 /**
  * Rolling reduce per key (Flink's `KeyedStream.reduce`): combines each record with the key's reduction so far and
- * emits the new reduction. The first record of a key is emitted as it is. After `window(…)`, reduces each window
+ * emits the new reduction. This is RxJS's `scan` run per key, not RxJS's `reduce` (which emits once, when its input
+ * completes); `rxjs`'s own `reduce` also works in a weir pipe and keeps that meaning. The first record of a key is emitted as it is. After `window(…)`, reduces each window
  * incrementally and emits one result per firing (through `process`, if given). The reducer may return a new value or
  * change `accumulated` in place and return it: while a checkpoint is being written, the value it holds is copied
  * before the reducer sees it.
