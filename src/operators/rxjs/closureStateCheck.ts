@@ -10,11 +10,16 @@ const CHECK_FIRST = 64;
 const CHECK_EVERY = 1024;
 
 /**
- * Development mode, as React's: on unless NODE_ENV is 'production'. Read from a `process` global where there is one
- * (Node, test runners); core code imports nothing from Node.
+ * Development mode, as React's: on unless NODE_ENV is 'production'. Spelled `process.env.NODE_ENV`, as React does,
+ * because bundlers (Vite, webpack, esbuild) replace exactly that text in a production build for the browser; where
+ * nothing defines it (a browser page without a bundler) reading it throws, and development mode stays on.
  */
 export function developmentMode(): boolean {
-  return (globalThis as { process?: { env?: { NODE_ENV?: string } } }).process?.env?.NODE_ENV !== 'production';
+  try {
+    return process.env.NODE_ENV !== 'production';
+  } catch {
+    return true;
+  }
 }
 
 /**
