@@ -109,6 +109,7 @@ describe('RxJS operators in a weir pipeline', () => {
         rxMap((c) => ({ user: c.user, ms: 1 })),
         keyBy((c) => c.user),
         reduce(total, { uid: 'count' }),
+        rxMap((c) => c.ms),
       );
     const h = await harness(fragment);
     h.push(click('ann', 7));
@@ -119,7 +120,19 @@ describe('RxJS operators in a weir pipeline', () => {
     expect(restored.state('count', 'reduce', 'ann')).toEqual(click('ann', 4));
     restored.push(click('ann', 9));
     restored.push(click('ann', 10));
-    expect(restored.values().map((c) => c.ms)).toEqual([5, 6, 7, 8]);
+    expect(restored.values()).toEqual([5, 6, 7, 8]);
+  });
+
+  it('runs each reader of a flow that ends in rxjs operators with segments of its own', async () => {
+    const job = createJob({ name: 'fan-out' });
+    const doubled = job.source(fromArray([1, 2, 3]), { uid: 'in' }).pipe(rxMap((n) => n * 2));
+    const evens = collect<number>();
+    const labels = collect<string>();
+    doubled.pipe(rxFilter((n) => n > 2), evens.sink({ uid: 'evens' }));
+    doubled.pipe(rxMap((n) => `#${n}`), labels.sink({ uid: 'labels' }));
+    await job.start().done;
+    expect(evens.values).toEqual([4, 6]);
+    expect(labels.values).toEqual(['#2', '#4', '#6']);
   });
 
   it('forwards a barrier right after what the rxjs operators emitted for the records before it', async () => {

@@ -1,8 +1,8 @@
 import equal from 'fast-deep-equal/es6/index.js';
-import { Subject } from 'rxjs';
 import { UncheckpointedStateError } from '../../core/errors.js';
 import type { TaskContext } from '../../core/graph.js';
 import { applySteps, type LiftedStep } from './liftedSteps.js';
+import { SegmentInput } from './segmentInput.js';
 
 /** Records checked first, each of them: closure state shows in the first records a segment sees. */
 const CHECK_FIRST = 64;
@@ -52,9 +52,9 @@ export class ClosureStateCheck {
   /** Throws `UncheckpointedStateError` unless a fresh instance given only `value` emits `live`. */
   verify(value: unknown, live: readonly unknown[]): void {
     const fresh: unknown[] = [];
-    const input = new Subject<unknown>();
+    const input = new SegmentInput();
     // An error of the fresh instance is the live instance's too, which fails the attempt itself.
-    const subscription = applySteps(input, this.steps).subscribe({ next: (emitted) => fresh.push(emitted), error: () => undefined });
+    const subscription = applySteps(input.observable, this.steps).subscribe({ next: (emitted) => fresh.push(emitted), error: () => undefined });
     input.next(value);
     input.complete();
     // What it would emit later (a timer's, a promise's) is not compared: the live instance's fails on its own.

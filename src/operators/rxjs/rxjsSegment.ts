@@ -1,14 +1,15 @@
-import { Subject } from 'rxjs';
+import { Subscriber } from 'rxjs';
 import { MAX_WATERMARK } from '../../core/elements.js';
 import { AsynchronousOperatorError } from '../../core/errors.js';
 import type { TaskContext } from '../../core/graph.js';
 import type { OperatorHandler, OperatorSpec } from '../operatorSpec.js';
 import { ClosureStateCheck } from './closureStateCheck.js';
 import { applySteps, type LiftedStep } from './liftedSteps.js';
+import { SegmentInput } from './segmentInput.js';
 
 /**
- * Consecutive RxJS operators of a pipeline, run as one rxjs chain: a Subject of the records, the operators lifted
- * onto it, and a subscriber that emits downstream, so that `catchError` sees the errors of the operators before it,
+ * Consecutive RxJS operators of a pipeline, run as one rxjs chain: a Subject of the records (SegmentInput), the
+ * operators lifted onto it, and a subscriber that emits downstream, so that `catchError` sees the errors of the operators before it,
  * as in RxJS. Each `lift` adds a node of its own; chained, consecutive ones fuse into one segment (a flow read twice
  * fans out, and each reader then runs its own).
  *
@@ -34,14 +35,16 @@ export class RxjsSegment implements OperatorSpec<unknown, unknown> {
     const { record } = task;
     const steps = this.steps;
     const check = ClosureStateCheck.of(steps, task);
-    const input = new Subject<unknown>();
+    const input = new SegmentInput();
     // Whether the segment is handling an input (a record, the end of input, its subscription): it emits only then.
     let handling = true;
     // What it emits for a record the check samples, held until the check passed.
     let held: unknown[] | undefined;
     // The timestamp of the record being handled, which what it emits carries; at the end of input, the last record's.
     let timestamp: number | undefined;
-    const subscription = applySteps(input, steps).subscribe({
+    // A Subscriber made on the observer, rather than the observer itself: subscribe would wrap a plain observer in
+    // two more layers (SafeSubscriber, ConsumerObserver), each a call per record.
+    const output = new Subscriber<unknown>({
       next(value) {
         if (!handling) return fail(new AsynchronousOperatorError(asynchronousMessage(task)));
         if (held !== undefined) return void held.push(value);
@@ -50,26 +53,24 @@ export class RxjsSegment implements OperatorSpec<unknown, unknown> {
         emit(value);
       },
       error: fail,
+      complete: () => undefined,
     });
+    const subscription = applySteps(input.observable, steps).subscribe(output);
     handling = false;
+    // RxJS routes the operators' throws to `error`; anything else that throws fails the attempt, so the flags below
+    // need no restoring on the way out.
     const handle = (value: unknown) => {
       handling = true;
-      try {
-        input.next(value);
-      } finally {
-        handling = false;
-      }
+      input.next(value);
+      handling = false;
     };
     return {
       onRecord(value) {
         timestamp = record.current;
         if (check === undefined || !check.samples()) return handle(value);
         const live: unknown[] = (held = []);
-        try {
-          handle(value);
-        } finally {
-          held = undefined;
-        }
+        handle(value);
+        held = undefined;
         check.verify(value, live);
         for (const emitted of live) {
           record.current = timestamp;
@@ -80,11 +81,8 @@ export class RxjsSegment implements OperatorSpec<unknown, unknown> {
         if (watermark.timestamp === MAX_WATERMARK.timestamp) {
           record.current = timestamp;
           handling = true;
-          try {
-            input.complete();
-          } finally {
-            handling = false;
-          }
+          input.complete();
+          handling = false;
         }
         forward();
       },
