@@ -10,6 +10,7 @@ import { nexmark } from './nexmark';
 import { printTable, writeResults, type Result } from './report';
 import { query } from './query';
 import { restore } from './restore';
+import { rxjsInterop } from './rxjsInterop';
 import { savepoint } from './savepoint';
 import { snapshot } from './snapshot';
 import { windows } from './windows';
@@ -32,6 +33,7 @@ const groups: Record<string, () => Promise<Result[]>> = {
   nexmark,
   browser,
   query,
+  'rxjs-interop': rxjsInterop,
   curves,
 };
 

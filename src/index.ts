@@ -1,7 +1,10 @@
 // weir: stateful, fault-tolerant stream processing for RxJS. The isomorphic core: jobs, flows, operators, keyed
 // state, checkpoints. Node-only parts are in 'weir/node', browser-only parts in 'weir/browser'.
 export { createJob, Job, type JobOptions, type CheckpointOptions, type StartOptions } from './runtime/job.js';
-export { Flow, KeyedFlow } from './core/flow.js';
+export { Flow, KeyedFlow, type OutsideWeir } from './core/flow.js';
+// RxJS's own operators in a pipeline: Flow.lift runs them through this module, which registers itself as it loads.
+import './operators/rxjs/liftRxjs.js';
+export { uncheckpointed } from './operators/rxjs/uncheckpointed.js';
 export type { RunningJob, JobResult, RestoredFrom, SavepointOptions } from './runtime/runningJob.js';
 export type { RestartStrategyOptions } from './runtime/restartStrategy.js';
 export type { CheckpointStats } from './checkpoint/checkpointStats.js';

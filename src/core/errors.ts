@@ -38,7 +38,10 @@ export class InvalidKeyError extends WeirError {
   override name = 'InvalidKeyError';
 }
 
-/** A job definition is not valid (duplicate uid, bad option, operator applied to the wrong flow). */
+/**
+ * A job definition is not valid (duplicate uid, bad option, operator applied to the wrong flow). Found while a job
+ * runs, it fails the job at once: the restart strategy does not retry it, since every attempt would meet it again.
+ */
 export class JobDefinitionError extends WeirError {
   override name = 'JobDefinitionError';
 }
@@ -155,6 +158,27 @@ export class UserFunctionError extends WeirError {
     this.uid = where.uid;
     this.job = where.job;
   }
+}
+
+/**
+ * An RxJS operator in a weir pipeline emitted a record later than the input record it came from (`delay`,
+ * `debounceTime`, `mergeMap` of a promise, `bufferTime`): weir cannot place such a record on the right side of a
+ * checkpoint barrier, so the attempt fails before it reaches downstream. A definition error: the job fails at once,
+ * without restarts. The message names the operator and the weir way (`mapAsync`, windows, `process` timers).
+ */
+export class AsynchronousOperatorError extends JobDefinitionError {
+  override name = 'AsynchronousOperatorError';
+}
+
+/**
+ * In development mode, an RxJS operator in a weir pipeline gave for a record another output than a fresh instance of
+ * it given that record alone: its output depends on earlier records (`scan`, `bufferCount`, `distinct`, `take`) or it
+ * emits at subscribe or completion (`startWith`, rxjs `reduce`), state kept in its closure that no checkpoint holds.
+ * A definition error: the job fails at once, without restarts. The message names the weir operator that keeps such
+ * state in checkpoints, and `uncheckpointed(…)`, which accepts losing it.
+ */
+export class UncheckpointedStateError extends JobDefinitionError {
+  override name = 'UncheckpointedStateError';
 }
 
 /**

@@ -1,7 +1,45 @@
+import type { Observable, Operator } from 'rxjs';
+import { JobDefinitionError } from './errors.js';
 import type { GraphNode, KeySelector } from './graph.js';
 import type { JobGraph } from './jobGraph.js';
 
-type Fn<A, B> = (a: A) => B;
+/** The record type of a flow (`never` for what is not one). */
+type RecordOf<F> = F extends { readonly __type?: infer R } ? R : never;
+
+/**
+ * One step of `Flow.pipe`: a weir operator (a function of the flow) or an RxJS operator (a function of an
+ * Observable of its records, as `map` from 'rxjs' is).
+ */
+type Step<In, Out> = ((input: In) => Out) | ((source: Observable<RecordOf<In>>) => Out);
+
+declare const outsideWeir: unique symbol;
+
+/**
+ * An Observable that left weir (what `asObservable()` returns). `pipe` types an RxJS operator's result as a flow of
+ * its records (weir lifts it into the job), and this mark keeps an Observable that left weir one.
+ */
+export type OutsideWeir<T> = Observable<T> & { readonly [outsideWeir]?: true };
+
+/** What a step gives, as the next step sees it: an RxJS operator's Observable result is a flow of its records. */
+type Stepped<X> = typeof outsideWeir extends keyof X ? X : X extends Observable<infer R> ? Flow<R> : X;
+
+/**
+ * What RxJS 7's operators hand to `lift` (everything in 'rxjs' is built with `operate`, which calls `source.lift`):
+ * per subscription, RxJS calls it as `operator.call(subscriber, source)`.
+ */
+export type LiftedOperator = Operator<unknown, unknown>;
+
+/** How `lift` adds an RxJS operator to a flow's graph. */
+export type Lift = (input: Flow<unknown>, operator: LiftedOperator) => Flow<unknown>;
+
+// The runtime of RxJS operators lives a floor up (operators/rxjs), which registers it here when it loads: core
+// cannot import it, and every program that builds a job loads it through the package's entry point.
+let lift: Lift | undefined;
+
+/** Registers how `Flow.lift` adds RxJS operators (operators/rxjs does, once). Internal: not exported from the package root. */
+export function registerLift(implementation: Lift): void {
+  lift = implementation;
+}
 
 /**
  * A stream of records in a job's dataflow graph: what `job.source()` returns and weir operators take and give.
@@ -23,28 +61,50 @@ export class Flow<T> {
   ) {}
 
   pipe(): this;
-  pipe<A>(op1: Fn<this, A>): A;
-  pipe<A, B>(op1: Fn<this, A>, op2: Fn<A, B>): B;
-  pipe<A, B, C>(op1: Fn<this, A>, op2: Fn<A, B>, op3: Fn<B, C>): C;
-  pipe<A, B, C, D>(op1: Fn<this, A>, op2: Fn<A, B>, op3: Fn<B, C>, op4: Fn<C, D>): D;
-  pipe<A, B, C, D, E>(op1: Fn<this, A>, op2: Fn<A, B>, op3: Fn<B, C>, op4: Fn<C, D>, op5: Fn<D, E>): E;
-  pipe<A, B, C, D, E, F>(op1: Fn<this, A>, op2: Fn<A, B>, op3: Fn<B, C>, op4: Fn<C, D>, op5: Fn<D, E>, op6: Fn<E, F>): F;
+  pipe<A>(op1: Step<this, A>): Stepped<A>;
+  pipe<A, B>(op1: Step<this, A>, op2: Step<Stepped<A>, B>): Stepped<B>;
+  pipe<A, B, C>(op1: Step<this, A>, op2: Step<Stepped<A>, B>, op3: Step<Stepped<B>, C>): Stepped<C>;
+  pipe<A, B, C, D>(op1: Step<this, A>, op2: Step<Stepped<A>, B>, op3: Step<Stepped<B>, C>, op4: Step<Stepped<C>, D>): Stepped<D>;
+  pipe<A, B, C, D, E>(
+    op1: Step<this, A>, op2: Step<Stepped<A>, B>, op3: Step<Stepped<B>, C>, op4: Step<Stepped<C>, D>, op5: Step<Stepped<D>, E>,
+  ): Stepped<E>;
+  pipe<A, B, C, D, E, F>(
+    op1: Step<this, A>, op2: Step<Stepped<A>, B>, op3: Step<Stepped<B>, C>, op4: Step<Stepped<C>, D>, op5: Step<Stepped<D>, E>,
+    op6: Step<Stepped<E>, F>,
+  ): Stepped<F>;
   pipe<A, B, C, D, E, F, G>(
-    op1: Fn<this, A>, op2: Fn<A, B>, op3: Fn<B, C>, op4: Fn<C, D>, op5: Fn<D, E>, op6: Fn<E, F>, op7: Fn<F, G>,
-  ): G;
+    op1: Step<this, A>, op2: Step<Stepped<A>, B>, op3: Step<Stepped<B>, C>, op4: Step<Stepped<C>, D>, op5: Step<Stepped<D>, E>,
+    op6: Step<Stepped<E>, F>, op7: Step<Stepped<F>, G>,
+  ): Stepped<G>;
   pipe<A, B, C, D, E, F, G, H>(
-    op1: Fn<this, A>, op2: Fn<A, B>, op3: Fn<B, C>, op4: Fn<C, D>, op5: Fn<D, E>, op6: Fn<E, F>, op7: Fn<F, G>, op8: Fn<G, H>,
-  ): H;
+    op1: Step<this, A>, op2: Step<Stepped<A>, B>, op3: Step<Stepped<B>, C>, op4: Step<Stepped<C>, D>, op5: Step<Stepped<D>, E>,
+    op6: Step<Stepped<E>, F>, op7: Step<Stepped<F>, G>, op8: Step<Stepped<G>, H>,
+  ): Stepped<H>;
   // Nine typed operators, as RxJS's own pipe has: past them the rest overload types the result as unknown.
   pipe<A, B, C, D, E, F, G, H, I>(
-    op1: Fn<this, A>, op2: Fn<A, B>, op3: Fn<B, C>, op4: Fn<C, D>, op5: Fn<D, E>, op6: Fn<E, F>, op7: Fn<F, G>, op8: Fn<G, H>,
-    op9: Fn<H, I>,
-  ): I;
+    op1: Step<this, A>, op2: Step<Stepped<A>, B>, op3: Step<Stepped<B>, C>, op4: Step<Stepped<C>, D>, op5: Step<Stepped<D>, E>,
+    op6: Step<Stepped<E>, F>, op7: Step<Stepped<F>, G>, op8: Step<Stepped<G>, H>, op9: Step<Stepped<H>, I>,
+  ): Stepped<I>;
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the overloads above carry the types
-  pipe(...operators: Fn<any, unknown>[]): unknown;
+  pipe(...operators: ((input: any) => unknown)[]): unknown;
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  pipe(...operators: Fn<any, unknown>[]): unknown {
+  pipe(...operators: ((input: any) => unknown)[]): unknown {
     return operators.reduce<unknown>((flow, operator) => operator(flow), this);
+  }
+
+  /**
+   * Applies an RxJS operator to the flow's records: what RxJS 7's operators call on their source (`map`, `filter`,
+   * `mergeMap`, `catchError`, … from 'rxjs' in a weir `pipe`), so it is rarely called by hand. Records go through
+   * the operator; barriers, watermarks and the end of input go around it. The result is a plain flow even after
+   * `keyBy`, since an RxJS operator may change what the key selector reads: a keyed operator after it needs its own
+   * `keyBy`.
+   * @example flow.pipe(map((n: number) => n * 2)) // map from 'rxjs': RxJS calls flow.lift
+   */
+  lift<R>(operator: Operator<T, R>): Flow<R> {
+    if (lift === undefined) {
+      throw new JobDefinitionError(`job '${this.graph.jobName}': RxJS operators need weir's operator runtime; import createJob and operators from 'weir'`);
+    }
+    return lift(this, operator) as Flow<R>;
   }
 }
 

@@ -37,9 +37,16 @@ export class OperatorChain extends DirectObservable<StreamElement<unknown>> {
     super((observer) => runChain(input, operators, observer));
   }
 
-  /** `operator` reading `input`: appended to its chain when `input` is one (its node's only consumer is `operator`). */
+  /**
+   * `operator` reading `input`: appended to its chain when `input` is one (its node's only consumer is `operator`),
+   * or fused into the chain's last operator when that one takes it (see OperatorSpec.fuse).
+   */
   static after(input: Observable<StreamElement<unknown>>, operator: ChainedOperator): OperatorChain {
-    return input instanceof OperatorChain ? new OperatorChain(input.input, [...input.operators, operator]) : new OperatorChain(input, [operator]);
+    if (!(input instanceof OperatorChain)) return new OperatorChain(input, [operator]);
+    const last = input.operators[input.operators.length - 1]!;
+    const fused = last.spec.fuse?.(operator.spec);
+    if (fused === undefined) return new OperatorChain(input.input, [...input.operators, operator]);
+    return new OperatorChain(input.input, [...input.operators.slice(0, -1), { task: last.task, spec: fused }]);
   }
 }
 

@@ -34,4 +34,9 @@ export interface OperatorSpec<T, R> {
    * attempt from callbacks that run outside record processing (timers).
    */
   setup(task: TaskContext, emit: (value: R) => void, fail: (error: unknown) => void): OperatorHandler<T>;
+  /**
+   * One operator doing this one's work and then `next`'s, for operators that must run as one when chained
+   * (consecutive RxJS operators form one rxjs chain); undefined to chain them as usual. It runs as this operator's task.
+   */
+  fuse?(next: OperatorSpec<R, unknown>): OperatorSpec<T, unknown> | undefined;
 }

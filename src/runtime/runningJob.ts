@@ -264,7 +264,8 @@ export class RunningJob implements QueryableStateReader {
           this.queries.detach();
           execution.cancel(error);
           if (this.cancelled()) return this.result();
-          const delay = setup.restartStrategy(this.restartCount + 1);
+          // A definition error would fail every attempt alike: the job fails at once, as Flink's SuppressRestartsException.
+          const delay = error instanceof JobDefinitionError ? undefined : setup.restartStrategy(this.restartCount + 1);
           if (delay === undefined) throw error;
           this.restartCount++;
           await this.sleep(delay);

@@ -1,5 +1,5 @@
-import { Observable, Subject } from 'rxjs';
-import type { Flow } from '../core/flow.js';
+import { Subject } from 'rxjs';
+import type { Flow, OutsideWeir } from '../core/flow.js';
 import { sinkTo } from './sinkTo.js';
 
 /**
@@ -12,7 +12,7 @@ import { sinkTo } from './sinkTo.js';
  * totals$.pipe(bufferCount(100)).subscribe(console.log);
  * job.start();
  */
-export function asObservable<T>(options: { uid?: string } = {}): (input: Flow<T>) => Observable<T> {
+export function asObservable<T>(options: { uid?: string } = {}): (input: Flow<T>) => OutsideWeir<T> {
   return (input) => {
     const subject = new Subject<T>();
     sinkTo<T>(

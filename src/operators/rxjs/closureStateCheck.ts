@@ -1,0 +1,87 @@
+import equal from 'fast-deep-equal/es6/index.js';
+import { UncheckpointedStateError } from '../../core/errors.js';
+import type { TaskContext } from '../../core/graph.js';
+import { applySteps, type LiftedStep } from './liftedSteps.js';
+import { SegmentInput } from './segmentInput.js';
+
+/** Records checked first, each of them: closure state shows in the first records a segment sees. */
+const CHECK_FIRST = 64;
+/** Past those, one record in this many (a power of two: the sampling is a mask). */
+const CHECK_EVERY = 1024;
+
+/**
+ * Development mode, as React's: on unless NODE_ENV is 'production'. Spelled `process.env.NODE_ENV`, as React does,
+ * because bundlers (Vite, webpack, esbuild) replace exactly that text in a production build for the browser; where
+ * nothing defines it (a browser page without a bundler) reading it throws, and development mode stays on.
+ */
+export function developmentMode(): boolean {
+  try {
+    return process.env.NODE_ENV !== 'production';
+  } catch {
+    return true;
+  }
+}
+
+/**
+ * The development-mode check that an RxJS segment keeps no state in its closures, like React's StrictMode double
+ * invocation: for sampled records, a fresh instance of the segment (a new subscription: every subscription of an
+ * RxJS operator has its own closure state) is subscribed, given that one record and completed, and what it emitted
+ * must equal, deeply, what the live instance emitted for that record. A difference means the output depends on
+ * earlier records, or the segment emits when subscribed or completed: state that no checkpoint holds, lost at every
+ * restore. The user's functions run a second time on sampled records, as StrictMode runs them twice.
+ */
+export class ClosureStateCheck {
+  private seen = 0;
+
+  /** The check of a segment for one attempt, or undefined in production mode or when an operator opted out. */
+  static of(steps: readonly LiftedStep[], task: TaskContext): ClosureStateCheck | undefined {
+    return developmentMode() && steps.every((step) => step.checked) ? new ClosureStateCheck(steps, task) : undefined;
+  }
+
+  private constructor(
+    private readonly steps: readonly LiftedStep[],
+    private readonly task: TaskContext,
+  ) {}
+
+  /** Whether the next record is checked: a counter, so that unchecked records pay one increment. */
+  samples(): boolean {
+    const seen = ++this.seen;
+    return seen <= CHECK_FIRST || (seen & (CHECK_EVERY - 1)) === 0;
+  }
+
+  /** Throws `UncheckpointedStateError` unless a fresh instance given only `value` emits `live`. */
+  verify(value: unknown, live: readonly unknown[]): void {
+    const fresh: unknown[] = [];
+    const input = new SegmentInput();
+    // An error of the fresh instance is the live instance's too, which fails the attempt itself.
+    const subscription = applySteps(input.observable, this.steps).subscribe({ next: (emitted) => fresh.push(emitted), error: () => undefined });
+    input.next(value);
+    input.complete();
+    // What it would emit later (a timer's, a promise's) is not compared: the live instance's fails on its own.
+    subscription.unsubscribe();
+    if (!equal(live, fresh)) throw new UncheckpointedStateError(this.message(value, live, fresh));
+  }
+
+  private message(value: unknown, live: readonly unknown[], fresh: readonly unknown[]): string {
+    const { uid, job } = this.task;
+    return (
+      `operator '${uid}' (rxjs) of job '${job}' keeps state in its closure that no checkpoint holds: for the record ${preview(value)} ` +
+      `it emitted ${preview(live)}, a fresh instance given only that record ${preview(fresh)}. Its output depends on earlier ` +
+      `records, or it emits when subscribed or completed (scan, bufferCount, distinct, pairwise, take, startWith, rxjs reduce), ` +
+      `and that state restarts empty after every restore. Keep it in weir: fold or reduce for scan, window(countWindow(n)) ` +
+      `for bufferCount, keyed state in process for distinct, pairwise and take; or accept losing it with uncheckpointed(…). ` +
+      `This development-mode check runs the operator's functions a second time on sampled records; NODE_ENV=production turns it off`
+    );
+  }
+}
+
+/** A short JSON rendering of `value` for an error message. */
+function preview(value: unknown): string {
+  let text: string;
+  try {
+    text = JSON.stringify(value) ?? String(value);
+  } catch {
+    text = String(value);
+  }
+  return text.length > 80 ? `${text.slice(0, 77)}...` : text;
+}

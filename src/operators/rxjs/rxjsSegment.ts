@@ -1,0 +1,100 @@
+import { Subscriber } from 'rxjs';
+import { MAX_WATERMARK } from '../../core/elements.js';
+import { AsynchronousOperatorError } from '../../core/errors.js';
+import type { TaskContext } from '../../core/graph.js';
+import type { OperatorHandler, OperatorSpec } from '../operatorSpec.js';
+import { ClosureStateCheck } from './closureStateCheck.js';
+import { applySteps, type LiftedStep } from './liftedSteps.js';
+import { SegmentInput } from './segmentInput.js';
+
+/**
+ * Consecutive RxJS operators of a pipeline, run as one rxjs chain: a Subject of the records (SegmentInput), the
+ * operators lifted onto it, and a subscriber that emits downstream, so that `catchError` sees the errors of the operators before it,
+ * as in RxJS. Each `lift` adds a node of its own; chained, consecutive ones fuse into one segment (a flow read twice
+ * fans out, and each reader then runs its own).
+ *
+ * Only records enter the chain: barriers, watermarks and side-output records go around it. A barrier follows the
+ * segment's output for the records before it at once, since everything the segment emits it emits while it handles
+ * a record (or the end of input); an emission at any other time (a timer's, a promise's) could not be placed on
+ * either side of a barrier, and fails the job with `AsynchronousOperatorError` before it reaches downstream. Holding
+ * barriers until such work comes out was not chosen: an output cannot be told apart from the inputs it came from in
+ * general, and a debounce may never go quiet. The end of input (the last watermark) completes the Subject, so that
+ * rxjs `reduce`, `toArray` or `last` emit before the final checkpoint; a segment that completed early (`take`) stops
+ * records, never the rest of the flow.
+ */
+export class RxjsSegment implements OperatorSpec<unknown, unknown> {
+  readonly kind = 'rxjs';
+
+  constructor(readonly steps: readonly LiftedStep[]) {}
+
+  fuse(next: OperatorSpec<unknown, unknown>): RxjsSegment | undefined {
+    return next instanceof RxjsSegment ? new RxjsSegment([...this.steps, ...next.steps]) : undefined;
+  }
+
+  setup(task: TaskContext, emit: (value: unknown) => void, fail: (error: unknown) => void): OperatorHandler<unknown> {
+    const { record } = task;
+    const steps = this.steps;
+    const check = ClosureStateCheck.of(steps, task);
+    const input = new SegmentInput();
+    // Whether the segment is handling an input (a record, the end of input, its subscription): it emits only then.
+    let handling = true;
+    // What it emits for a record the check samples, held until the check passed.
+    let held: unknown[] | undefined;
+    // The timestamp of the record being handled, which what it emits carries; at the end of input, the last record's.
+    let timestamp: number | undefined;
+    // A Subscriber made on the observer, rather than the observer itself: subscribe would wrap a plain observer in
+    // two more layers (SafeSubscriber, ConsumerObserver), each a call per record.
+    const output = new Subscriber<unknown>({
+      next(value) {
+        if (!handling) return fail(new AsynchronousOperatorError(asynchronousMessage(task)));
+        if (held !== undefined) return void held.push(value);
+        // Downstream operators may have moved the shared slot since the last emission.
+        record.current = timestamp;
+        emit(value);
+      },
+      error: fail,
+      complete: () => undefined,
+    });
+    const subscription = applySteps(input.observable, steps).subscribe(output);
+    handling = false;
+    // RxJS routes the operators' throws to `error`; anything else that throws fails the attempt, so the flags below
+    // need no restoring on the way out.
+    const handle = (value: unknown) => {
+      handling = true;
+      input.next(value);
+      handling = false;
+    };
+    return {
+      onRecord(value) {
+        timestamp = record.current;
+        if (check === undefined || !check.samples()) return handle(value);
+        const live: unknown[] = (held = []);
+        handle(value);
+        held = undefined;
+        check.verify(value, live);
+        for (const emitted of live) {
+          record.current = timestamp;
+          emit(emitted);
+        }
+      },
+      onWatermark(watermark, forward) {
+        if (watermark.timestamp === MAX_WATERMARK.timestamp) {
+          record.current = timestamp;
+          handling = true;
+          input.complete();
+          handling = false;
+        }
+        forward();
+      },
+      dispose: () => subscription.unsubscribe(),
+    };
+  }
+}
+
+function asynchronousMessage({ uid, job }: TaskContext): string {
+  return (
+    `operator '${uid}' (rxjs) of job '${job}' emitted a record after the record it came from was handled (delay, debounceTime, ` +
+    `throttleTime, bufferTime, a mergeMap of a promise, …): weir cannot place it on either side of a checkpoint barrier. ` +
+    `Do it the weir way: mapAsync for promises, window(…) for buffering by time, process with timers for delays`
+  );
+}
