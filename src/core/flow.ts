@@ -1,4 +1,5 @@
-import type { Observable, Operator } from 'rxjs';
+import type { Observable, Observer, Operator, Subscribable, Subscription } from 'rxjs';
+import { observable as interopKey } from 'rxjs';
 import { JobDefinitionError } from './errors.js';
 import type { GraphNode, KeySelector } from './graph.js';
 import type { JobGraph } from './jobGraph.js';
@@ -41,15 +42,32 @@ export function registerLift(implementation: Lift): void {
   lift = implementation;
 }
 
+/** How a subscribed flow leaves weir for plain RxJS (what `asObservable()` does). */
+export type Leave = (input: Flow<unknown>) => Observable<unknown>;
+
+// Registered by sinks/asObservable as it loads, for the same reason as `lift`.
+let leave: Leave | undefined;
+
+/** Registers how `Flow.subscribe` leaves weir (sinks/asObservable does, once). Internal: not exported from the package root. */
+export function registerLeave(implementation: Leave): void {
+  leave = implementation;
+}
+
 /**
  * A stream of records in a job's dataflow graph: what `job.source()` returns and weir operators take and give.
  * Like an RxJS Observable it composes with `pipe`; unlike one, it is a description: applying an operator adds a
  * node to the job's graph (as Flink's DataStream API does before `execute()`), and nothing runs until the job
- * starts. Leave weir for plain RxJS with `asObservable()`.
+ * starts. Leave weir for plain RxJS by subscribing to it (or with `asObservable()`).
  */
 export class Flow<T> {
   /** Phantom field carrying the record type; never set. */
   declare readonly __type?: T;
+  /**
+   * RxJS's interop point (`from(flow)`, `merge(flow, other$)`, …): the flow's records as an Observable, as
+   * `subscribe` gives them. Typed under `Symbol.observable`, which RxJS's types declare; defined below the class
+   * under the key RxJS reads at run time (`Symbol.observable` where a polyfill set it, else "@@observable").
+   */
+  declare [Symbol.observable]: () => Subscribable<T>;
 
   constructor(
     /** The graph this flow belongs to. */
@@ -93,6 +111,22 @@ export class Flow<T> {
   }
 
   /**
+   * Leaves weir, as `pipe(asObservable())` does: the flow's records reach `observer` as the job emits them
+   * (at-least-once across restarts; it completes when the job ends and errors when it fails for good). A flow is a
+   * description, so subscribing adds a sink to the job's graph: subscribe before `job.start()` (after it, a
+   * `JobDefinitionError`). Each subscription is a sink of its own.
+   * @example
+   * words.subscribe((w) => console.log(w));
+   * await job.start().done;
+   */
+  subscribe(observer?: Partial<Observer<T>> | ((value: T) => void)): Subscription {
+    if (leave === undefined) {
+      throw new JobDefinitionError(`job '${this.graph.jobName}': subscribing needs weir's sinks; import createJob and operators from 'weir'`);
+    }
+    return (leave(this) as Observable<T>).subscribe(observer);
+  }
+
+  /**
    * Applies an RxJS operator to the flow's records: what RxJS 7's operators call on their source (`map`, `filter`,
    * `mergeMap`, `catchError`, … from 'rxjs' in a weir `pipe`), so it is rarely called by hand. Records go through
    * the operator; barriers, watermarks and the end of input go around it. The result is a plain flow even after
@@ -107,6 +141,12 @@ export class Flow<T> {
     return lift(this, operator) as Flow<R>;
   }
 }
+
+Object.defineProperty(Flow.prototype, interopKey, {
+  value(this: Flow<unknown>): Subscribable<unknown> {
+    return this;
+  },
+});
 
 /** A flow partitioned by key (`keyBy`): keyed operators that follow see one key's state per record. */
 export class KeyedFlow<T> extends Flow<T> {

@@ -1,5 +1,5 @@
 import { Subject } from 'rxjs';
-import type { Flow, OutsideWeir } from '../core/flow.js';
+import { registerLeave, type Flow, type OutsideWeir } from '../core/flow.js';
 import { sinkTo } from './sinkTo.js';
 
 /**
@@ -30,3 +30,5 @@ export function asObservable<T>(options: { uid?: string } = {}): (input: Flow<T>
     return subject.asObservable();
   };
 }
+
+registerLeave((input) => asObservable()(input));
