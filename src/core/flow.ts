@@ -57,7 +57,8 @@ export function registerLeave(implementation: Leave): void {
  * A stream of records in a job's dataflow graph: what `job.source()` returns and weir operators take and give.
  * Like an RxJS Observable it composes with `pipe`; unlike one, it is a description: applying an operator adds a
  * node to the job's graph (as Flink's DataStream API does before `execute()`), and nothing runs until the job
- * starts. Leave weir for plain RxJS by subscribing to it (or with `asObservable()`).
+ * starts. RxJS's own operators go in its `pipe` too (see `lift`). Leave weir for plain RxJS by subscribing to it (or
+ * with `asObservable()`).
  */
 export class Flow<T> {
   /** Phantom field carrying the record type; never set. */

@@ -9,9 +9,9 @@ import { SegmentInput } from './segmentInput.js';
 
 /**
  * Consecutive RxJS operators of a pipeline, run as one rxjs chain: a Subject of the records (SegmentInput), the
- * operators lifted onto it, and a subscriber that emits downstream, so that `catchError` sees the errors of the operators before it,
- * as in RxJS. Each `lift` adds a node of its own; chained, consecutive ones fuse into one segment (a flow read twice
- * fans out, and each reader then runs its own).
+ * operators lifted onto it, and a subscriber that emits downstream, so that `catchError` sees the errors of the
+ * operators before it, as in RxJS. Each `lift` adds a node of its own; chained, consecutive ones fuse into one
+ * segment (a flow read twice fans out, and each reader then runs its own).
  *
  * Only records enter the chain: barriers, watermarks and side-output records go around it. A barrier follows the
  * segment's output for the records before it at once, since everything the segment emits it emits while it handles
