@@ -1,0 +1,175 @@
+import type { Watermark } from '../../core/elements.js';
+
+/** One input record of a mapAsync instance, from its arrival until its result is emitted. */
+export interface AsyncEntry<T, R> {
+  readonly value: T;
+  readonly timestamp: number | undefined;
+  /** Which input of this instance it was in this attempt (1-based): names it in a timeout. */
+  readonly position: number;
+  /** How many watermarks came before it: an unordered result never leaves before them. */
+  readonly segment: number;
+  state: EntryState;
+  result: R | undefined;
+  /** Aborts its running call (the attempt ended). */
+  cancel: (() => void) | undefined;
+}
+
+type EntryState = 'waiting' | 'running' | 'done' | 'emitted';
+
+/** What a queue drives: the calls it starts, where results and watermarks go, and the source backpressure. */
+export interface AsyncQueueOutput<T, R> {
+  /** Starts the record's calls; `done` gets its result. Returns the cancel of what runs. */
+  start(entry: AsyncEntry<T, R>, done: (result: R) => void): () => void;
+  emit(entry: AsyncEntry<T, R>): void;
+  watermark(watermark: Watermark): void;
+  /** Raises backpressure while records wait for a free slot; returns the release. */
+  raise(): () => void;
+  /** Every record taken in has been emitted. */
+  drained(): void;
+}
+
+/**
+ * The records in flight of one mapAsync instance (Flink's StreamElementQueue): at most `capacity` started and not
+ * yet emitted; the rest wait, in arrival order, and hold the sources back meanwhile. Ordered, results leave in input
+ * order; unordered, as they complete, but never across a watermark: a watermark leaves once every record before it
+ * has, and the records after it wait for it (Flink's UnorderedStreamElementQueue segments).
+ */
+export class AsyncQueue<T, R> {
+  /** Records not yet emitted and watermarks not yet passed on, in arrival order (from `head`). */
+  private items: (AsyncEntry<T, R> | Watermark)[] = [];
+  private head = 0;
+  /** Records not started yet, in arrival order (from `waitHead`). */
+  private waiting: AsyncEntry<T, R>[] = [];
+  private waitHead = 0;
+  /** Records started and not yet emitted: what `capacity` bounds. */
+  private started = 0;
+  private unemitted = 0;
+  /** Watermarks taken in, and passed on. */
+  private received = 0;
+  private passed = 0;
+  private positions = 0;
+  private release: (() => void) | undefined;
+  private disposed = false;
+
+  constructor(
+    private readonly ordered: boolean,
+    private readonly capacity: number,
+    private readonly out: AsyncQueueOutput<T, R>,
+  ) {}
+
+  /** Records taken in and not yet emitted. */
+  get size(): number {
+    return this.unemitted;
+  }
+
+  add(value: T, timestamp: number | undefined): void {
+    const entry: AsyncEntry<T, R> = { value, timestamp, position: ++this.positions, segment: this.received, state: 'waiting', result: undefined, cancel: undefined };
+    this.items.push(entry);
+    this.waiting.push(entry);
+    this.unemitted++;
+    this.pump();
+  }
+
+  addWatermark(watermark: Watermark): void {
+    this.received++;
+    if (this.unemitted === 0) {
+      this.passed++;
+      this.out.watermark(watermark);
+    } else this.items.push(watermark);
+  }
+
+  /** The records not yet emitted, in arrival order: what a checkpoint saves. */
+  pending(): AsyncEntry<T, R>[] {
+    const pending: AsyncEntry<T, R>[] = [];
+    for (let i = this.head; i < this.items.length; i++) {
+      const item = this.items[i]!;
+      if (isEntry(item) && item.state !== 'emitted') pending.push(item);
+    }
+    return pending;
+  }
+
+  /** The attempt is over: running calls are aborted, late results dropped, the sources released. */
+  dispose(): void {
+    this.disposed = true;
+    for (let i = this.head; i < this.items.length; i++) {
+      const item = this.items[i]!;
+      if (isEntry(item)) item.cancel?.();
+    }
+    this.release?.();
+    this.release = undefined;
+  }
+
+  private complete(entry: AsyncEntry<T, R>, result: R): void {
+    if (this.disposed) return;
+    entry.result = result;
+    entry.state = 'done';
+    if (!this.ordered && entry.segment === this.passed) this.emitEntry(entry);
+    this.flush();
+    this.pump();
+  }
+
+  private emitEntry(entry: AsyncEntry<T, R>): void {
+    entry.state = 'emitted';
+    entry.cancel = undefined;
+    this.started--;
+    this.unemitted--;
+    this.out.emit(entry);
+  }
+
+  /** Emits from the head what may leave now: finished records in order, and watermarks whose records are out. */
+  private flush(): void {
+    const items = this.items;
+    while (this.head < items.length && !this.disposed) {
+      const item = items[this.head]!;
+      if (isEntry(item)) {
+        if (item.state === 'done') this.emitEntry(item);
+        else if (item.state !== 'emitted') break;
+        this.head++;
+        continue;
+      }
+      this.head++;
+      this.passed++;
+      this.out.watermark(item);
+      // Unordered: the records after this watermark that finished meanwhile may leave now.
+      if (!this.ordered) {
+        for (let i = this.head; i < items.length; i++) {
+          const next = items[i]!;
+          if (!isEntry(next)) break;
+          if (next.state === 'done') this.emitEntry(next);
+        }
+      }
+    }
+    if (this.head > 1024 && this.head * 2 > items.length) {
+      this.items = items.slice(this.head);
+      this.head = 0;
+    }
+    if (this.unemitted === 0) this.out.drained();
+  }
+
+  /** Starts waiting records while there is room, and holds the sources back while some still wait. */
+  private pump(): void {
+    while (this.started < this.capacity && this.waitHead < this.waiting.length && !this.disposed) {
+      const entry = this.waiting[this.waitHead++]!;
+      this.started++;
+      entry.state = 'running';
+      const cancel = this.out.start(entry, (result) => this.complete(entry, result));
+      if (entry.state === 'running') entry.cancel = cancel;
+    }
+    if (this.waitHead === this.waiting.length) {
+      this.waiting = [];
+      this.waitHead = 0;
+      this.release?.();
+      this.release = undefined;
+    } else {
+      if (this.waitHead > 1024) {
+        this.waiting = this.waiting.slice(this.waitHead);
+        this.waitHead = 0;
+      }
+      this.release ??= this.out.raise();
+    }
+  }
+}
+
+function isEntry<T, R>(item: AsyncEntry<T, R> | Watermark): item is AsyncEntry<T, R> {
+  return 'segment' in item;
+}
