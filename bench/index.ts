@@ -1,5 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { alignment } from './alignment';
+import { async } from './async';
 import { browser } from './browser';
 import { checkpointing } from './checkpointing';
 import { curves } from './curves';
@@ -32,6 +33,7 @@ const groups: Record<string, () => Promise<Result[]>> = {
   nexmark,
   browser,
   query,
+  async,
   curves,
 };
 

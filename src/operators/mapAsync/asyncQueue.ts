@@ -10,16 +10,16 @@ export interface AsyncEntry<T, R> {
   readonly segment: number;
   state: EntryState;
   result: R | undefined;
-  /** Aborts its running call (the attempt ended). */
-  cancel: (() => void) | undefined;
+  /** Its calls while they run: cancelled when the attempt ends. */
+  call: { cancel(): void } | undefined;
 }
 
 type EntryState = 'waiting' | 'running' | 'done' | 'emitted';
 
 /** What a queue drives: the calls it starts, where results and watermarks go, and the source backpressure. */
 export interface AsyncQueueOutput<T, R> {
-  /** Starts the record's calls; `done` gets its result. Returns the cancel of what runs. */
-  start(entry: AsyncEntry<T, R>, done: (result: R) => void): () => void;
+  /** Starts the record's calls; `done` gets its result. Returns what runs, to cancel it. */
+  start(entry: AsyncEntry<T, R>, done: (result: R) => void): { cancel(): void };
   emit(entry: AsyncEntry<T, R>): void;
   watermark(watermark: Watermark): void;
   /** Raises backpressure while records wait for a free slot; returns the release. */
@@ -63,7 +63,7 @@ export class AsyncQueue<T, R> {
   }
 
   add(value: T, timestamp: number | undefined): void {
-    const entry: AsyncEntry<T, R> = { value, timestamp, position: ++this.positions, segment: this.received, state: 'waiting', result: undefined, cancel: undefined };
+    const entry: AsyncEntry<T, R> = { value, timestamp, position: ++this.positions, segment: this.received, state: 'waiting', result: undefined, call: undefined };
     this.items.push(entry);
     this.waiting.push(entry);
     this.unemitted++;
@@ -93,7 +93,7 @@ export class AsyncQueue<T, R> {
     this.disposed = true;
     for (let i = this.head; i < this.items.length; i++) {
       const item = this.items[i]!;
-      if (isEntry(item)) item.cancel?.();
+      if (isEntry(item)) item.call?.cancel();
     }
     this.release?.();
     this.release = undefined;
@@ -110,7 +110,7 @@ export class AsyncQueue<T, R> {
 
   private emitEntry(entry: AsyncEntry<T, R>): void {
     entry.state = 'emitted';
-    entry.cancel = undefined;
+    entry.call = undefined;
     this.started--;
     this.unemitted--;
     this.out.emit(entry);
@@ -152,8 +152,8 @@ export class AsyncQueue<T, R> {
       const entry = this.waiting[this.waitHead++]!;
       this.started++;
       entry.state = 'running';
-      const cancel = this.out.start(entry, (result) => this.complete(entry, result));
-      if (entry.state === 'running') entry.cancel = cancel;
+      const call = this.out.start(entry, (result) => this.complete(entry, result));
+      if (entry.state === 'running') entry.call = call;
     }
     if (this.waitHead === this.waiting.length) {
       this.waiting = [];

@@ -7,7 +7,7 @@ import { UserFunctionGuard } from '../../core/userFunctionFailure.js';
 import { checkKey } from '../../state/keyCodec.js';
 import { endOnce, subscribeTo, type DirectObserver } from '../../task/directObservable.js';
 import type { Observable } from 'rxjs';
-import { callAsync, type AsyncCallSite } from './asyncCall.js';
+import { AsyncCall, type AsyncCallSite } from './asyncCall.js';
 import { AsyncQueue } from './asyncQueue.js';
 import type { AsyncSettings } from './mapAsyncOptions.js';
 import { restoredInputs, saveInputs } from './savedInputs.js';
@@ -49,6 +49,8 @@ export function runMapAsync<T, R>(
   let received = 0;
   let finalBarrier: CheckpointBarrier | undefined;
   let inputEnded = false;
+  // The signal of calls without a timeout: aborted when the attempt ends.
+  const attempt = new AbortController();
   const passOnWatermarks = () => {
     let reached = received;
     for (const instance of instances) reached = Math.min(reached, instance.passed);
@@ -83,6 +85,7 @@ export function runMapAsync<T, R>(
       fn,
       settings,
       scheduler: task.scheduler,
+      signal: attempt.signal,
       fail: guard.fail,
       timedOut: (position) =>
         new AsyncTimeoutError(
@@ -94,7 +97,7 @@ export function runMapAsync<T, R>(
       subtask,
       passed: 0,
       queue: new AsyncQueue<T, R>(settings.ordered, settings.capacity, {
-        start: (entry, done) => callAsync(site, entry.value, entry.position, done),
+        start: (entry, done) => new AsyncCall(site, entry.value, entry.position, done),
         emit: (entry) => {
           record.current = entry.timestamp;
           out.next(entry.result);
@@ -157,5 +160,6 @@ export function runMapAsync<T, R>(
     out.closed = true;
     stop();
     instances.forEach(({ queue }) => queue.dispose());
+    attempt.abort();
   };
 }
