@@ -23,8 +23,9 @@ export interface AsyncCallSite<T, R> {
  * result once.
  *
  * A class rather than a closure per step: one object per record is what the hot path can afford. A call gets a
- * signal of its own only when a timeout may abort it (an AbortController costs ~10 µs in Node, more than the rest of
- * a record's work); without a timeout, calls share the attempt's signal.
+ * signal of its own when `fn` takes one (a second parameter, as to hand it to `fetch`) or a timeout may abort it; a
+ * function that ignores it gets the attempt's shared signal instead, since an AbortController costs ~10 µs in Node,
+ * more than the rest of a record's work (a shared one would collect every call's abort listeners).
  */
 export class AsyncCall<T, R> {
   private settled = false;
@@ -33,6 +34,7 @@ export class AsyncCall<T, R> {
   private controller: AbortController | undefined;
   private retryTimer: Subscription | undefined;
   private readonly timeoutTimer: Subscription | undefined;
+  private readonly ownSignal: boolean;
 
   constructor(
     private readonly site: AsyncCallSite<T, R>,
@@ -41,6 +43,7 @@ export class AsyncCall<T, R> {
     private readonly done: (result: R) => void,
   ) {
     const { timeout } = site.settings;
+    this.ownSignal = timeout !== undefined || site.fn.length >= 2;
     this.timeoutTimer = timeout === undefined ? undefined : site.scheduler.schedule(() => this.timeOut(), timeout);
     this.run(1);
   }
@@ -57,7 +60,7 @@ export class AsyncCall<T, R> {
   private run(attempt: number): void {
     if (this.settled) return;
     this.current = attempt;
-    if (this.timeoutTimer !== undefined) this.controller = new AbortController();
+    if (this.ownSignal) this.controller = new AbortController();
     let result: R | Promise<R>;
     try {
       result = this.site.fn(this.value, this.controller?.signal ?? this.site.signal);
