@@ -42,7 +42,7 @@ export async function async(): Promise<Result[]> {
       checkpointed: () => weirRun(records, 500),
       pool: () => promisePool(records),
     },
-    { rounds: 3, best: 'max' },
+    { rounds: 4, best: 'max' },
   );
   const name = 'async/throughput-vs-capacity-over-latency';
   return [

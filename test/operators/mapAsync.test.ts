@@ -190,6 +190,16 @@ describe('mapAsync: timeouts and retries', () => {
     expect(h.values()).toEqual([-1]);
   });
 
+  it("aborts the signal of every call still running when the attempt ends, and drops their late answers", async () => {
+    const { h, service } = await enrichHarness({}, () => 100);
+    [1, 2].forEach((id) => h.push(order(id), id));
+    h.close();
+    expect(service.aborted.sort()).toEqual([1, 2]);
+    h.setProcessingTime(100);
+    await settle();
+    expect(h.values()).toEqual([]);
+  });
+
   it('without onTimeout a timeout fails the attempt with an AsyncTimeoutError naming the operator and the record', async () => {
     const { h } = await enrichHarness({ timeout: 15 }, () => 100);
     h.push(order(1), 1);

@@ -1,7 +1,10 @@
 import { checkOptions } from '../../core/checkOptions.js';
 import { JobDefinitionError } from '../../core/errors.js';
 
-/** How often and when a failed `mapAsync` call is tried again (Flink's AsyncRetryStrategy). */
+/**
+ * How often and when a failed `mapAsync` call is tried again (Flink's AsyncRetryStrategy).
+ * @example { attempts: 4, backoff: { initial: 100, max: 2_000 }, retryOn: (error) => !(error instanceof TypeError) }
+ */
 export interface AsyncRetryOptions {
   /** The most calls of the function per record, the first included (2 or more to retry at all). */
   attempts: number;
@@ -13,6 +16,10 @@ export interface AsyncRetryOptions {
   retryOn?: (error: unknown) => boolean;
 }
 
+/**
+ * The options of `mapAsync`: its uid, how many calls may be in flight, result order, timeout and retries.
+ * @example mapAsync(lookUp, { uid: 'enrich', capacity: 50, ordered: false, timeout: 1_000, onTimeout: (o) => ({ ...o, country: 'unknown' }) })
+ */
 export interface MapAsyncOptions<T, R> {
   /** Names the operator in checkpoints, which hold the records still in flight: required, as for stateful operators. */
   uid: string;
