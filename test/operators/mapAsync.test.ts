@@ -105,6 +105,22 @@ describe('mapAsync: result order', () => {
     expect(h.output({ watermarks: true })).toEqual([record(10, 1), watermark(5), record(20, 6), record(30, 7)]);
   });
 
+  it('keyed, with several instances: a watermark leaves once every instance has emitted the records before it', async () => {
+    const scheduler = new VirtualTimeScheduler();
+    const service = fakeService(scheduler, (o) => (o.id === 1 ? 30 : 1));
+    const h = await harness(
+      (input: Flow<Order>) => input.pipe(keyBy((o: Order) => o.customer), mapAsync((o: Order, signal) => service.call(o, signal), { uid: 'enrich', ordered: false, parallelism: 4 })),
+      { scheduler },
+    );
+    for (let id = 1; id <= 8; id++) h.push(order(id, `k${id}`), id);
+    h.pushWatermark(8);
+    h.push(order(9, 'k9'), 9);
+    await at(h, 5);
+    expect(h.output({ watermarks: true })).toEqual([2, 3, 4, 5, 6, 7, 8].map((id) => record(id * 10, id)));
+    await at(h, 30);
+    expect(h.output({ watermarks: true }).slice(7)).toEqual([record(10, 1), watermark(8), record(90, 9)]);
+  });
+
   it('a watermark with nothing in flight passes at once; ordered, it waits for the records before it', async () => {
     const { h } = await enrichHarness({});
     h.pushWatermark(1);

@@ -21,7 +21,10 @@ export interface AsyncQueueOutput<T, R> {
   /** Starts the record's calls; `done` gets its result. Returns what runs, to cancel it. */
   start(entry: AsyncEntry<T, R>, done: (result: R) => void): { cancel(): void };
   emit(entry: AsyncEntry<T, R>): void;
+  /** Every record before `watermark` has been emitted; the queue goes past it once `forwarded()` counts it. */
   watermark(watermark: Watermark): void;
+  /** How many watermarks the operator has sent on (with several instances, once every instance reached them). */
+  forwarded(): number;
   /** Raises backpressure while records wait for a free slot; returns the release. */
   raise(): () => void;
   /** Every record taken in has been emitted. */
@@ -32,7 +35,8 @@ export interface AsyncQueueOutput<T, R> {
  * The records in flight of one mapAsync instance (Flink's StreamElementQueue): at most `capacity` started and not
  * yet emitted; the rest wait, in arrival order, and hold the sources back meanwhile. Ordered, results leave in input
  * order; unordered, as they complete, but never across a watermark: a watermark leaves once every record before it
- * has, and the records after it wait for it (Flink's UnorderedStreamElementQueue segments).
+ * has, and the records after it wait for it (Flink's UnorderedStreamElementQueue segments). With several instances
+ * the records after a watermark wait until the operator has sent it on, that is until every instance reached it.
  */
 export class AsyncQueue<T, R> {
   /** Records not yet emitted and watermarks not yet passed on, in arrival order (from `head`). */
@@ -44,9 +48,11 @@ export class AsyncQueue<T, R> {
   /** Records started and not yet emitted: what `capacity` bounds. */
   private started = 0;
   private unemitted = 0;
-  /** Watermarks taken in, and passed on. */
+  /** Watermarks taken in, reported reached, and gone past (sent on by the operator). */
   private received = 0;
+  private reached = 0;
   private passed = 0;
+  private flushing = false;
   private positions = 0;
   private release: (() => void) | undefined;
   private disposed = false;
@@ -72,10 +78,13 @@ export class AsyncQueue<T, R> {
 
   addWatermark(watermark: Watermark): void {
     this.received++;
-    if (this.unemitted === 0) {
-      this.passed++;
-      this.out.watermark(watermark);
-    } else this.items.push(watermark);
+    this.items.push(watermark);
+    this.flush();
+  }
+
+  /** The operator sent a watermark on: the records after it may leave now. */
+  resume(): void {
+    this.flush();
   }
 
   /** The records not yet emitted, in arrival order: what a checkpoint saves. */
@@ -116,8 +125,27 @@ export class AsyncQueue<T, R> {
     this.out.emit(entry);
   }
 
-  /** Emits from the head what may leave now: finished records in order, and watermarks whose records are out. */
+  /**
+   * Emits from the head what may leave now: finished records in order, and reports each watermark whose records are
+   * out. A flush started while one runs (the operator sent a watermark on from within it) is left to the running one,
+   * which looks at the head again after every step.
+   */
   private flush(): void {
+    if (this.flushing) return;
+    this.flushing = true;
+    try {
+      this.flushHead();
+    } finally {
+      this.flushing = false;
+    }
+    if (this.head > 1024 && this.head * 2 > this.items.length) {
+      this.items = this.items.slice(this.head);
+      this.head = 0;
+    }
+    if (this.unemitted === 0) this.out.drained();
+  }
+
+  private flushHead(): void {
     const items = this.items;
     while (this.head < items.length && !this.disposed) {
       const item = items[this.head]!;
@@ -127,9 +155,13 @@ export class AsyncQueue<T, R> {
         this.head++;
         continue;
       }
+      if (this.reached === this.passed) {
+        this.reached++;
+        this.out.watermark(item);
+      }
+      if (this.out.forwarded() <= this.passed) break;
       this.head++;
       this.passed++;
-      this.out.watermark(item);
       // Unordered: the records after this watermark that finished meanwhile may leave now.
       if (!this.ordered) {
         for (let i = this.head; i < items.length; i++) {
@@ -139,11 +171,6 @@ export class AsyncQueue<T, R> {
         }
       }
     }
-    if (this.head > 1024 && this.head * 2 > items.length) {
-      this.items = items.slice(this.head);
-      this.head = 0;
-    }
-    if (this.unemitted === 0) this.out.drained();
   }
 
   /** Starts waiting records while there is room, and holds the sources back while some still wait. */

@@ -23,8 +23,8 @@ export interface MapAsyncSpec<T, R> {
 interface Instance<T, R> {
   readonly subtask: TaskContext;
   readonly queue: AsyncQueue<T, R>;
-  /** Watermarks this instance has passed on (the operator forwards one once every instance has). */
-  passed: number;
+  /** Watermarks this instance has reached (the operator sends one on once every instance has). */
+  reached: number;
 }
 
 /**
@@ -53,14 +53,17 @@ export function runMapAsync<T, R>(
   const attempt = new AbortController();
   const passOnWatermarks = () => {
     let reached = received;
-    for (const instance of instances) reached = Math.min(reached, instance.passed);
+    for (const instance of instances) reached = Math.min(reached, instance.reached);
+    if (forwarded === reached) return;
     while (forwarded < reached) {
       const watermark = watermarks.shift()!;
       forwarded++;
       task.watermark.current = watermark.timestamp;
       out.next(watermark);
     }
+    for (const { queue } of instances) queue.resume();
   };
+  const forwardedWatermarks = () => forwarded;
   const snapshot = (barrier: CheckpointBarrier) =>
     instances.forEach(({ subtask, queue }, index) =>
       subtask.snapshot(
@@ -95,7 +98,7 @@ export function runMapAsync<T, R>(
     };
     const instance: Instance<T, R> = {
       subtask,
-      passed: 0,
+      reached: 0,
       queue: new AsyncQueue<T, R>(settings.ordered, settings.capacity, {
         start: (entry, done) => new AsyncCall(site, entry.value, entry.position, done),
         emit: (entry) => {
@@ -103,9 +106,10 @@ export function runMapAsync<T, R>(
           out.next(entry.result);
         },
         watermark: () => {
-          instance.passed++;
+          instance.reached++;
           passOnWatermarks();
         },
+        forwarded: forwardedWatermarks,
         raise: () => task.backpressure.raise(),
         drained: finishIfDrained,
       }),
