@@ -1,5 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { alignment } from './alignment';
+import { async } from './async';
 import { browser } from './browser';
 import { checkpointing } from './checkpointing';
 import { curves } from './curves';
@@ -34,6 +35,7 @@ const groups: Record<string, () => Promise<Result[]>> = {
   browser,
   query,
   'rxjs-interop': rxjsInterop,
+  async,
   curves,
 };
 

@@ -76,3 +76,5 @@ export {
   QueryRateLimitedError,
   QueryServerError,
 } from './query/queryErrors.js';
+export { mapAsync } from './operators/mapAsync/mapAsync.js';
+export type { MapAsyncOptions, AsyncRetryOptions } from './operators/mapAsync/mapAsyncOptions.js';

@@ -182,6 +182,14 @@ export class UncheckpointedStateError extends JobDefinitionError {
 }
 
 /**
+ * A `mapAsync` call did not settle within its `timeout` (Flink's async I/O TimeoutException): the message names the
+ * operator, the job and which record of the attempt it was. Give `onTimeout` a fallback result, or raise `timeout`.
+ */
+export class AsyncTimeoutError extends WeirError {
+  override name = 'AsyncTimeoutError';
+}
+
+/**
  * The `code` of a Node system error (`ENOENT`, …), or undefined.
  * @example if (errorCode(error) === 'ENOENT') return []
  */

@@ -49,6 +49,16 @@ export interface TaskContext {
   beforeSources(callback: () => void): void;
   /** How checkpoints align at operators with several inputs. */
   readonly alignment: { mode: CheckpointMode; alignedTimeout: number | undefined };
+  /** Slows the attempt's sources while this task holds records it cannot process yet (shared by the attempt). */
+  readonly backpressure: Backpressure;
+}
+
+/**
+ * Lets a task pause the attempt's sources between chunks (an async operator at capacity). `raise` returns the
+ * release; the sources read on once every raise is released.
+ */
+export interface Backpressure {
+  raise(): () => void;
 }
 
 /** What a task captures synchronously at a barrier: its keyed snapshot and its operator state (or a promise of it). */

@@ -12,6 +12,7 @@ import { DirectObservable, subscribeTo } from '../task/directObservable.js';
 import { fanOut } from '../task/fanOut.js';
 import { SnapshotWriter } from '../task/snapshotWriter.js';
 import { SourceRunner } from '../task/sourceRunner.js';
+import { AttemptBackpressure } from '../task/backpressure.js';
 import type { OperatorSpec } from '../operators/operatorSpec.js';
 import { OperatorChain } from '../operators/operatorChain.js';
 import type { Json, KeyedStateBackend, Scheduler, SinkWriter, SourceReader, StateBackend } from '../core/types.js';
@@ -55,6 +56,8 @@ export class Execution {
   /** Each operator's current watermark, by uid, shared by its parallel instances. */
   private readonly watermarks = new Map<string, OperatorWatermark>();
   private readonly startCallbacks: (() => void)[] = [];
+  /** Raised by operators that hold records they cannot process yet; the sources pause between chunks meanwhile. */
+  private readonly backpressure = new AttemptBackpressure();
   /** The queryable states of this attempt, filled as its keyed backends register them. */
   readonly queryable: QueryableStateRegistry;
   /** Writes the tasks' state at barriers and acknowledges it to the coordinator. */
@@ -199,6 +202,7 @@ export class Execution {
       this.idleReaders.delete(reader);
       const runner = new SourceRunner(reader, subscriber, {
         chunkSize: this.options.chunkSize,
+        backpressure: this.backpressure,
         snapshot: (barrier, position, forward) => task.snapshot(barrier, () => ({ operator: { offset: position } }), forward),
         finished: () => this.onSourceFinished(),
       });
@@ -248,6 +252,7 @@ export class Execution {
       record: this.record,
       alignment: this.options.alignment,
       beforeSources: (callback) => this.startCallbacks.push(callback),
+      backpressure: this.backpressure,
       maxParallelism,
       keyGroupRange: range,
       restoredOperatorState: saved?.operators[0],

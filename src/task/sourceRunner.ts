@@ -3,10 +3,13 @@ import type { DirectObserver } from './directObservable.js';
 import type { Json, SourceReader } from '../core/types.js';
 import { yieldToEventLoop } from '../core/yieldToEventLoop.js';
 import { ArrayReader } from './arrayReader.js';
+import type { AttemptBackpressure } from './backpressure.js';
 
 export interface SourceRunnerHooks {
   /** Records per read: big enough to amortise the yield, small enough that barriers are not held back long. */
   readonly chunkSize: number;
+  /** Raised while an operator cannot take more records: the runner reads no chunk until it is released. */
+  readonly backpressure?: AttemptBackpressure;
   /** The barrier is about to be emitted after the record at `offset`: acknowledge the offset. */
   snapshot(barrier: CheckpointBarrier, offset: Json, forward: () => void): void;
   /** The input is exhausted (or the job is stopping): the job decides when the flow ends. */
@@ -73,6 +76,12 @@ export class SourceRunner<T> {
       if (this.emitBarriers()) return;
       if (this.ended) {
         await this.sleep();
+        continue;
+      }
+      const pressure = hooks.backpressure?.released();
+      if (pressure !== undefined) {
+        // Barriers and cancellation markers go in while the runner waits, as while it waits for input.
+        await Promise.race([pressure, this.sleep()]);
         continue;
       }
       if (reader instanceof ArrayReader) {
