@@ -163,5 +163,5 @@ export class HeldSlices<T> {
 }
 
 function newSpan(key: Key, first: number, last: number, lastHeld: boolean): Span {
-  return { key, first, last, lastHeld, pending: undefined, pendingStart: Number.NaN, pendingId: '', pendingAlone: false, gone: false };
+  return { key, first, last, lastHeld, pending: undefined, pendingStart: Number.NaN, pendingId: '', pendingAlone: false, gone: false, addedAt: Number.NaN, firedAt: Number.NaN };
 }

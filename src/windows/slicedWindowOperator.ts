@@ -276,15 +276,13 @@ export function slicedWindowOperator<T, R>(
 
     /** Fires the windows ending at the sweep's earliest end, key after key, as their timers would. */
     function fireSweptEnd(sweep: HeldSlices<T>['sweep']): void {
-      const end = sweep.next()!;
-      const window = windows.at(end - size);
-      for (const span of sweep.takeNext()) {
-        if (span.gone) continue;
+      const window = windows.at(sweep.next()! - size);
+      sweep.fireNext((span) => {
         currentKey = span.key;
         currentSpan = span;
         backend.setCurrentKey(span.key);
         onWindowTime(window.maxTimestamp, window);
-      }
+      });
     }
 
     /** The sweep's firings as the timers they stand for: `[e - 1, window id, key]` for each key and window end `e`. */
