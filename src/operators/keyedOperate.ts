@@ -23,6 +23,21 @@ export interface KeyedOperatorOptions {
   states?: readonly AnyStateDescriptor[];
 }
 
+/**
+ * The `prepareSnapshot` of each operator instance that has one, by its keyed backend: what it keeps in memory beside
+ * its state goes there before anything but the operator reads that state (the test harness's `state`). A side table
+ * rather than a member of the backend, which is the state backend's contract and knows nothing of operators.
+ */
+const pendingWrites = new WeakMap<KeyedStateBackend, () => void>();
+
+/**
+ * Moves into `backend`'s state what the operator instance using it keeps in memory (a window's records combined
+ * before they reach the state), so that a read of the state from outside the operator sees every record.
+ */
+export function flushPendingWrites(backend: KeyedStateBackend): void {
+  pendingWrites.get(backend)?.();
+}
+
 /** Checks a `parallelism` option against the job's key groups. */
 export function checkParallelism(kind: string, parallelism: number | undefined): number {
   const value = parallelism ?? 1;
@@ -85,6 +100,7 @@ export function keyedOperate<T, R>(
         const backend = subtask.keyedBackend();
         const made = setup(backend, emit, subtask, fail);
         const handler: KeyedHandler<T> = typeof made === 'function' ? { onRecord: made } : made;
+        if (handler.prepareSnapshot) pendingWrites.set(backend, () => handler.prepareSnapshot?.());
         return { subtask, backend, handler };
       });
       const snapshot = (barrier: Parameters<NonNullable<OperatorHandler<T>['onBarrier']>>[0], forward: () => void) => {

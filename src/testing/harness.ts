@@ -9,6 +9,7 @@ import type { GraphNode } from '../core/graph.js';
 import { JobGraph } from '../core/jobGraph.js';
 import { DEFAULT_MAX_PARALLELISM, keyGroupOf } from '../core/keyGroups.js';
 import type { Key, StateDescriptor } from '../core/types.js';
+import { flushPendingWrites } from '../operators/keyedOperate.js';
 import type { OutputTag } from '../operators/sideOutput.js';
 import { sinkTo } from '../sinks/sinkTo.js';
 import { heapStateBackend } from '../state/heap/heapStateBackend.js';
@@ -301,6 +302,8 @@ export class Harness<I, R> {
    */
   state<T = unknown>(uid: string, state: StateDescriptor<unknown, T> | string, key: Key, window?: Window | string): T | undefined {
     this.check();
+    // Operators may hold records combined in memory until a snapshot; the state read here must include them.
+    for (const recorded of this.backends) if (recorded.uid === uid) flushPendingWrites(recorded.backend);
     return peekRecordedState(this.backends, keyGroupOf(key, this.maxParallelism), uid, state, key, typeof window === 'object' ? window.id : (window ?? ''));
   }
 

@@ -67,10 +67,13 @@ export class TimerService {
     this.processingTimers.delete(time, namespace, key);
   }
 
-  /** Sets the watermark and fires, in time order, every event-time timer at or before it. */
-  advanceWatermark(watermark: number): void {
+  /**
+   * Sets the watermark and fires, in time order, every event-time timer at or before it (or, given `upTo`, at or
+   * before that: an operator keeping some of its event-time timers itself fires those due first in between).
+   */
+  advanceWatermark(watermark: number, upTo = watermark): void {
     this.currentWatermark = watermark;
-    this.fireUpTo(this.eventTimers, watermark, 'event-time');
+    this.fireUpTo(this.eventTimers, upTo, 'event-time');
   }
 
   private fireUpTo(queue: TimerQueue, time: number, domain: TimeDomain): void {
@@ -105,16 +108,22 @@ export class TimerService {
     this.eventTimers.forEach(visit);
   }
 
-  /** A copy of every pending timer and the watermark, taken synchronously at a barrier. */
-  snapshot(): Json {
+  /**
+   * A copy of every pending timer and the watermark, taken synchronously at a barrier. `kept` visits the event-time
+   * timers an operator keeps itself instead (a window operator's sweep of window ends), saved as timers of its own,
+   * so that any reader of the snapshot, and a restore, sees the same timers either way.
+   */
+  snapshot(kept?: (visit: (time: number, namespace: string, key: Key) => void) => void): Json {
     const collect = (queue: TimerQueue) => {
       const timers: [number, string, unknown][] = [];
       queue.forEach((time, namespace, key) => timers.push([time, namespace, encodeKey(key)]));
       return timers;
     };
+    const event = collect(this.eventTimers);
+    kept?.((time, namespace, key) => event.push([time, namespace, encodeKey(key)]));
     const snapshot: TimersSnapshot = {
       watermark: Number.isFinite(this.currentWatermark) ? this.currentWatermark : null,
-      event: collect(this.eventTimers),
+      event,
       processing: collect(this.processingTimers),
     };
     return snapshot as unknown as Json;

@@ -6,6 +6,7 @@ import { copyValue } from '../state/copyValue.js';
 import type { TimeDomain } from '../time/timerService.js';
 import { windowFunctionContext } from './windowFunctionContext.js';
 import { timerHandlers, windowTimers } from './windowTimers.js';
+import { UserFunctionGuard } from '../core/userFunctionFailure.js';
 import { LATE_DATA } from './lateData.js';
 import { HeldSlices } from './heldSlices.js';
 import { WindowCache, gcd, windowOfId, windowStart } from './timeWindow.js';
@@ -71,18 +72,28 @@ export function slicedWindowOperator<T, R>(
     const timers = windowTimers(backend, task, fail, onTimer);
     const slices = new WindowCache(length);
     const windows = new WindowCache(size);
-    // Which slices each key holds values in, and its newest slice's records not yet in the state, when a window has
-    // several slices: firing reads only those, and records reach the state once per key and slice.
-    let held = sliced ? new HeldSlices<T>(backend, state, slicing) : undefined;
+    // Which slices each key holds values in, its newest slice's records not yet in the state, and the window ends its
+    // windows fire at: firing reads only those slices, records reach the state once per key and slice, and no timer
+    // is kept per key and window.
+    let held: HeldSlices<T> | undefined = new HeldSlices<T>(backend, state, slicing);
     // The span of the key a timer or a late record fires windows for, looked up once for its reads and clears.
     let currentSpan: ReturnType<HeldSlices<T>['of']>;
     if (held && task.restoredOperatorStates.length > 0) {
       const restored = held;
-      timers.forEachEventTimer((_time, namespace, key) => {
+      // The firing timers restored go to the sweep, which fires them from now on (cleanup timers stay timers).
+      const firing: [number, string, Key][] = [];
+      timers.forEachEventTimer((time, namespace, key) => {
         const window = windowOfId(namespace);
-        restored.cover(key, window.start, window.end - length);
+        const span = restored.cover(key, window.start, window.end - length);
+        if (time === window.maxTimestamp) {
+          restored.fireAt(span, window.end);
+          firing.push([time, namespace, key]);
+        }
       });
+      for (const [time, namespace, key] of firing) timers.deleteEventTimeTimer(key, namespace, time);
     }
+    // Firing from the sweep runs outside any record, as timers do: a throw fails the task.
+    const guard = new UserFunctionGuard(fail);
 
     let currentKey: Key = '';
     let currentWindow: Window = windows.at(0);
@@ -110,40 +121,62 @@ export function slicedWindowOperator<T, R>(
     let sharedSeen = false;
     // The slices from this index on are shared with the next window.
     const shared = slide / length;
+    let merged: unknown;
+    let copied = false;
+    /** Merges a slice's value (or the key's pending records) into `merged`, which is copied before it is changed. */
+    function mergeIn(value: unknown): void {
+      if (merged === undefined) merged = value;
+      else {
+        if (!copied) {
+          merged = copyValue(merged);
+          copied = true;
+        }
+        merged = slicing.merge(merged, value);
+      }
+    }
     function contentsOf(window: Window): unknown {
-      let merged: unknown;
-      let copied = false;
+      merged = undefined;
+      copied = false;
       sharedSeen = false;
       const ids = sliceIdsOf(window);
       let from = 0;
       let to = ids.length - 1;
+      // The slice whose records the span holds pending (-1: none), and whether the state has nothing else of it.
+      let pendingAt = -1;
+      let pendingAlone = false;
+      const span = currentSpan;
       if (held) {
-        const span = currentSpan;
         if (span === undefined) to = -1;
         else {
           from = Math.max(from, (span.first - window.start) / length);
           to = Math.min(to, (span.last - window.start) / length);
+          if (span.pending !== undefined) {
+            pendingAt = (span.pendingStart - window.start) / length;
+            pendingAlone = span.pendingAlone;
+          }
         }
-        held.saved += ids.length - Math.max(0, to - from + 1);
+        held.saved += ids.length - Math.max(0, to - from + 1) + (pendingAlone && pendingAt >= from && pendingAt <= to ? 1 : 0);
       }
       for (let i = from; i <= to; i++) {
-        backend.setCurrentNamespace(ids[i]!);
-        const value = state.get();
-        if (value === undefined) continue;
-        if (i >= shared) sharedSeen = true;
-        if (merged === undefined) merged = value;
-        else {
-          if (!copied) {
-            merged = copyValue(merged);
-            copied = true;
+        let seen = false;
+        if (!(i === pendingAt && pendingAlone)) {
+          backend.setCurrentNamespace(ids[i]!);
+          const value = state.get();
+          if (value !== undefined) {
+            mergeIn(value);
+            seen = true;
           }
-          merged = slicing.merge(merged, value);
         }
+        if (i === pendingAt) {
+          mergeIn(span!.pending);
+          seen = true;
+        }
+        if (seen && i >= shared) sharedSeen = true;
       }
       if (perWindowState) {
         backend.setCurrentNamespace(window.id);
         const value = state.get();
-        if (value !== undefined) merged = merged === undefined ? value : slicing.merge(copied ? merged : copyValue(merged), value);
+        if (value !== undefined) mergeIn(value);
       }
       return merged;
     }
@@ -175,10 +208,13 @@ export function slicedWindowOperator<T, R>(
         else {
           from = Math.max(from, span.first);
           to = Math.min(to, span.last);
-          held.dropBefore(currentKey, span, drop);
         }
       }
+      // A slice only pending was never written (dropBefore forgets it): there is nothing to clear.
+      const unwritten = currentSpan?.pendingAlone ? currentSpan.pendingStart : Number.NaN;
+      if (held && currentSpan !== undefined) held.dropBefore(currentKey, currentSpan, drop);
       for (let start = from; start <= to; start += length) {
+        if (start === unwritten) continue;
         backend.setCurrentNamespace(slices.at(start).id);
         state.clear();
       }
@@ -200,7 +236,9 @@ export function slicedWindowOperator<T, R>(
           timers.registerEventTimeTimer(currentKey, window.id, cleanupTime(end));
         }
       }
-      if (pending !== undefined) timers.registerEventTimeTimer(currentKey, pending.id, pending.maxTimestamp);
+      if (pending === undefined) return;
+      if (currentSpan !== undefined) held!.fireAt(currentSpan, pending.end);
+      else timers.registerEventTimeTimer(currentKey, pending.id, pending.maxTimestamp);
     }
 
     // Timers fire grouped by time and window, so consecutive ones mostly share the window: parse its id once.
@@ -208,26 +246,53 @@ export function slicedWindowOperator<T, R>(
     let timerWindow: Window = currentWindow;
     function onTimer(domain: TimeDomain, time: number, key: Key, namespace: string): void {
       if (domain !== 'event-time') return;
-      filledKey = undefined;
       currentKey = key;
       currentSpan = held?.of(key);
       if (namespace !== timerNamespace) {
         timerWindow = windowOfId(namespace);
         timerNamespace = namespace;
       }
-      const window = timerWindow;
-      if (currentSpan !== undefined && time === window.maxTimestamp) held!.flushBefore(currentSpan, window.end);
+      onWindowTime(time, timerWindow);
+    }
+
+    /** Time `time` of the current key's window: its end (fire) or its cleanup, or both. */
+    function onWindowTime(time: number, window: Window): void {
+      filledKey = undefined;
       if (time === window.maxTimestamp && fire(window)) {
-        if (allowedLateness > 0) timers.registerEventTimeTimer(key, window.id, cleanupTime(window.end));
-        // Slices are shared: the next window of the key may have no record of its own to register its timer (the
-        // slices it does not share register it when they get their first record).
+        if (allowedLateness > 0) timers.registerEventTimeTimer(currentKey, window.id, cleanupTime(window.end));
+        // Slices are shared: the next window of the key may have no record of its own to make it fire (the slices
+        // it does not share do when they get their first record).
         if (sharedSeen) {
-          const next = windows.at(window.start + slide);
-          timers.registerEventTimeTimer(key, next.id, next.maxTimestamp);
+          if (currentSpan !== undefined) held!.fireAt(currentSpan, window.end + slide);
+          else {
+            const next = windows.at(window.start + slide);
+            timers.registerEventTimeTimer(currentKey, next.id, next.maxTimestamp);
+          }
         }
       }
       if (time === cleanupTime(window.end)) clearLast(window);
       backend.setCurrentNamespace(VOID);
+    }
+
+    /** Fires the windows ending at the sweep's earliest end, key after key, as their timers would. */
+    function fireSweptEnd(sweep: HeldSlices<T>['sweep']): void {
+      const window = windows.at(sweep.next()! - size);
+      sweep.fireNext((span) => {
+        currentKey = span.key;
+        currentSpan = span;
+        backend.setCurrentKey(span.key);
+        onWindowTime(window.maxTimestamp, window);
+      });
+    }
+
+    /** The sweep's firings as the timers they stand for: `[e - 1, window id, key]` for each key and window end `e`. */
+    function sweptTimers(visit: (time: number, namespace: string, key: Key) => void): void {
+      held?.sweep.forEach((end, span) => visit(end - 1, windows.at(end - size).id, span.key));
+    }
+
+    /** Hands the sweep's firings back to timers (the held slices are dropped). */
+    function sweepToTimers(): void {
+      sweptTimers((time, namespace, key) => timers.registerEventTimeTimer(key, namespace, time));
     }
 
     // The slice of the record before, with the ends of its first and last windows and its id: consecutive records
@@ -269,6 +334,7 @@ export function slicedWindowOperator<T, R>(
             // Keys with one record per slice in every slice (short slices over many keys): the index saves nothing
             // and costs a lookup per record and firing. Everything it holds goes to the state, and it is dropped.
             held.flushAll();
+            sweepToTimers();
             held = undefined;
             currentSpan = undefined;
           }
@@ -276,13 +342,9 @@ export function slicedWindowOperator<T, R>(
         if (held) {
           const fresh = held.add(currentKey, sliceStart, sliceId, value);
           if (firstEnd - 1 > watermark) {
-            if (fresh) {
-              const first = windows.at(firstEnd - size);
-              timers.registerEventTimeTimer(currentKey, first.id, first.maxTimestamp);
-            }
+            if (fresh !== undefined) held.fireAt(fresh, firstEnd);
           } else {
             currentSpan = held.of(currentKey)!;
-            held.flushBefore(currentSpan, Number.POSITIVE_INFINITY);
             late(firstEnd, lastEnd, watermark);
           }
           backend.setCurrentNamespace(VOID);
@@ -304,7 +366,21 @@ export function slicedWindowOperator<T, R>(
         backend.setCurrentNamespace(VOID);
       },
       ...timerHandlers(timers),
-      prepareSnapshot: sliced ? () => held?.flushAll() : undefined,
+      onWatermark(watermark, forward) {
+        const time = watermark.timestamp;
+        const sweep = held?.sweep;
+        if (sweep !== undefined) {
+          // Timers due before a window end fire before it, as one timer queue would order them.
+          for (let end = sweep.next(); end !== undefined && end - 1 <= time; end = sweep.next()) {
+            timers.advanceWatermark(time, end - 2);
+            guard.attempt(() => fireSweptEnd(sweep));
+          }
+        }
+        timers.advanceWatermark(time);
+        forward();
+      },
+      snapshotOperatorState: () => ({ timers: timers.snapshot(sweptTimers) }),
+      prepareSnapshot: () => held?.flushAll(),
     };
   }, { timestamped: true, parallelism });
 }
