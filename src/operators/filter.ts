@@ -15,10 +15,6 @@ export function filter<T, S extends T = T>(
     operate<T, S>(input, {
       kind: 'filter',
       uid: options.uid,
-      setup: (_task, emit) => ({
-        onRecord(value) {
-          if (predicate(value)) emit(value as S);
-        },
-      }),
+      fused: { filter: predicate },
     });
 }

@@ -4,9 +4,8 @@ import type { Key } from '../core/types.js';
 import { window, type WindowOptions } from '../windows/window.js';
 import type { WindowAssigner } from '../windows/windowTypes.js';
 import { keyBy } from './keyBy.js';
-import { map } from './map.js';
+import { operateMulti } from './operateMulti.js';
 import { process } from './process.js';
-import { unionWith } from './union.js';
 
 export interface JoinOptions<A, B, R> extends WindowOptions {
   /** Windows the two flows are joined in; elements of one key in one window are paired. */
@@ -30,12 +29,13 @@ export function join<A, B, R>(left: Flow<A>, right: Flow<B>, options: JoinOption
   const uid = options.uid;
   type Tagged = { side: 0; value: A } | { side: 1; value: B };
   // A join is a window over the union of both sides, tagged, whose window function pairs them: the same pieces,
-  // so the same checkpointing, lateness and timestamps as any window.
-  const tagged = unionWith<Tagged>(
-    { uid: uid && `${uid}-inputs` },
-    (left as Flow<A>).pipe(map((value: A): Tagged => ({ side: 0, value }))),
-    (right as Flow<B>).pipe(map((value: B): Tagged => ({ side: 1, value }))),
-  );
+  // so the same checkpointing, lateness and timestamps as any window. The union tags each record with the input it
+  // came from, instead of a map per side before it: two operators less on every record's and watermark's way.
+  const tagged = operateMulti<Tagged>([left, right], {
+    kind: 'union',
+    uid: uid && `${uid}-inputs`,
+    setup: (_task, emit) => ({ onRecord: (side, value) => emit({ side, value } as Tagged) }),
+  });
   return tagged.pipe(
     keyBy((t: Tagged): Key => (t.side === 0 ? leftKey(t.value) : rightKey(t.value))),
     window(options.window, { trigger: options.trigger, allowedLateness: options.allowedLateness }),

@@ -8,5 +8,5 @@ import { checkOptions } from '../core/checkOptions.js';
  */
 export function map<T, R>(project: (value: T) => R, options: { uid?: string } = {}): (input: Flow<T>) => Flow<R> {
   checkOptions('map', options, ['uid']);
-  return (input) => operate<T, R>(input, { kind: 'map', uid: options.uid, setup: (_task, emit) => ({ onRecord: (value) => emit(project(value)) }) });
+  return (input) => operate<T, R>(input, { kind: 'map', uid: options.uid, fused: { map: project } });
 }

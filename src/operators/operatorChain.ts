@@ -3,7 +3,7 @@ import { DirectObservable, endOnce, subscribeTo, type ClosableObserver, type Dir
 import { CheckpointBarrier, ControlElement, SideOutputElement, Watermark, type StreamElement } from '../core/elements.js';
 import type { TaskContext } from '../core/graph.js';
 import { UserFunctionGuard } from '../core/userFunctionFailure.js';
-import type { OperatorHandler, OperatorSpec } from './operatorSpec.js';
+import type { FusedRecordFunction, OperatorHandler, OperatorSpec } from './operatorSpec.js';
 
 /** One operator of a chain: its spec and the task it runs as. */
 export interface ChainedOperator {
@@ -102,27 +102,12 @@ function linkOperator(
   // eslint-disable-next-line @typescript-eslint/unbound-method -- see above: observers here never use `this`
   const { next: sendOn } = downstream;
   const guard = UserFunctionGuard.of({ job: task.job, uid: task.uid, operator: spec.kind }, (error) => end.error(error));
+  if (spec.fused !== undefined) return fusedLink(task, spec.fused, downstream, end, guard);
   const handler = guard.attempt(() => spec.setup(task, sendOn, guard.fail));
   if (handler === undefined) return undefined;
   // eslint-disable-next-line @typescript-eslint/unbound-method -- handlers are closures (see above)
-  const { onRecord, onBarrier, onWatermark, onSideOutput, onComplete } = handler;
-  // Every handler forwards a watermark from within its onWatermark (timers fire first, then it moves on), so one
-  // closure sending the watermark being handled serves them all: a closure per watermark and operator was over a
-  // third of what a windowed job allocated. Barriers keep one each, since a snapshot may forward later.
-  let watermark: Watermark | undefined;
-  const forwardWatermark = () => sendOn(watermark!);
-  const onControl = (element: ControlElement) => {
-    if (element instanceof Watermark) {
-      task.watermark.current = element.timestamp;
-      if (onWatermark === undefined) return sendOn(element);
-      watermark = element;
-      guard.call2(onWatermark, element, forwardWatermark);
-    } else if (element instanceof CheckpointBarrier && onBarrier !== undefined) {
-      guard.call2(onBarrier, element, () => sendOn(element));
-    } else if (element instanceof SideOutputElement) {
-      if (onSideOutput !== undefined) guard.call(onSideOutput, element);
-    } else sendOn(element);
-  };
+  const { onRecord, onComplete } = handler;
+  const onControl = controlInput(task, handler, sendOn, guard);
   return {
     handler,
     next(element) {
@@ -135,5 +120,91 @@ function linkOperator(
       // A throw in onComplete closed the chain: nothing completes after it.
       if (!end.closed) downstream.complete();
     },
+  };
+}
+
+/**
+ * How an operator takes the control elements that reach it. Every handler forwards a watermark from within its
+ * onWatermark (timers fire first, then it moves on), so one closure sending the watermark being handled serves them
+ * all: a closure per watermark and operator was over a third of what a windowed job allocated. Barriers keep one
+ * each, since a snapshot may forward later.
+ */
+function controlInput(
+  task: TaskContext,
+  // eslint-disable-next-line @typescript-eslint/unbound-method -- handlers are closures (see linkOperator)
+  { onWatermark, onBarrier, onSideOutput }: OperatorHandler<unknown>,
+  sendOn: (element: StreamElement<unknown>) => void,
+  guard: UserFunctionGuard,
+): (element: ControlElement) => void {
+  let watermark: Watermark | undefined;
+  const forwardWatermark = () => sendOn(watermark!);
+  return (element) => {
+    if (element instanceof Watermark) {
+      task.watermark.current = element.timestamp;
+      if (onWatermark === undefined) return sendOn(element);
+      watermark = element;
+      guard.call2(onWatermark, element, forwardWatermark);
+    } else if (element instanceof CheckpointBarrier && onBarrier !== undefined) {
+      guard.call2(onBarrier, element, () => sendOn(element));
+    } else if (element instanceof SideOutputElement) {
+      if (onSideOutput !== undefined) guard.call(onSideOutput, element);
+    } else sendOn(element);
+  };
+}
+
+/**
+ * The input of a fused operator (see `FusedRecordFunction`): the record goes through the operator's function, called
+ * here, and on to `downstream`; control elements pass as through an operator without hooks. A throw of the function
+ * fails the chain through the operator's guard, as any of its functions' would. The downstream call stays outside the
+ * `try`, so that nothing thrown further down is named after this operator.
+ */
+function fusedLink(
+  task: TaskContext,
+  fused: FusedRecordFunction<unknown, unknown>,
+  downstream: Downstream,
+  end: ChainEnd,
+  guard: UserFunctionGuard,
+): Downstream & { handler: OperatorHandler<unknown> } {
+  // eslint-disable-next-line @typescript-eslint/unbound-method -- observers here never use `this` (see linkOperator)
+  const { next: sendOn } = downstream;
+  // Its handler, released with the chain's, has nothing to release.
+  const handler: OperatorHandler<unknown> = { onRecord: sendOn };
+  const onControl = controlInput(task, handler, sendOn, guard);
+  const complete = () => {
+    if (!end.closed) downstream.complete();
+  };
+  if ('filter' in fused) {
+    const { filter: predicate } = fused;
+    return {
+      handler,
+      next(element) {
+        if (end.closed) return;
+        if (element instanceof ControlElement) return onControl(element);
+        let keep: boolean;
+        try {
+          keep = predicate(element);
+        } catch (error) {
+          return guard.fail(error);
+        }
+        if (keep) sendOn(element);
+      },
+      complete,
+    };
+  }
+  const { map: project } = fused;
+  return {
+    handler,
+    next(element) {
+      if (end.closed) return;
+      if (element instanceof ControlElement) return onControl(element);
+      let value: unknown;
+      try {
+        value = project(element);
+      } catch (error) {
+        return guard.fail(error);
+      }
+      sendOn(value);
+    },
+    complete,
   };
 }

@@ -19,7 +19,33 @@ export interface OperatorHandler<T> {
   dispose?(): void;
 }
 
-export interface OperatorSpec<T, R> {
+/**
+ * A stateless operator that is one function of each record, run by the chain itself (filter/map fusion, kept apart
+ * from the operators as @most/core keeps it): one call per record, the function's, instead of two (the handler's and
+ * the function's it calls), which matters most where the chain's shared code calls every operator of a process.
+ */
+export type FusedRecordFunction<T, R> = { filter(this: void, value: T): boolean } | { map(this: void, value: T): R };
+
+export type OperatorSpec<T, R> = HandlerOperatorSpec<T, R> | (OperatorDescription & { fused: FusedRecordFunction<T, R>; setup?: undefined; fuse?: undefined });
+
+/** An operator that runs as a handler of its own (every operator but the fused ones). */
+export type HandlerOperatorSpec<T, R> = OperatorDescription & {
+  /**
+   * Called once per attempt when the operator is subscribed; `emit` sends a record downstream, `fail` fails the
+   * attempt from callbacks that run outside record processing (timers).
+   */
+  setup(task: TaskContext, emit: (value: R) => void, fail: (error: unknown) => void): OperatorHandler<T>;
+  /**
+   * One operator doing this one's work and then `next`'s, for operators that must run as one when chained
+   * (consecutive RxJS operators form one rxjs chain); undefined to chain them as usual. It runs as this operator's
+   * task.
+   */
+  fuse?(next: OperatorSpec<R, unknown>): OperatorSpec<T, unknown> | undefined;
+  fused?: undefined;
+};
+
+/** What every one-input operator says about itself, however it runs. */
+export interface OperatorDescription {
   kind: string;
   uid?: string;
   stateful?: boolean;
@@ -29,14 +55,4 @@ export interface OperatorSpec<T, R> {
   parallelism?: number;
   /** Keyed states the operator declares, registered in each instance's backend before any record. */
   states?: readonly AnyStateDescriptor[];
-  /**
-   * Called once per attempt when the operator is subscribed; `emit` sends a record downstream, `fail` fails the
-   * attempt from callbacks that run outside record processing (timers).
-   */
-  setup(task: TaskContext, emit: (value: R) => void, fail: (error: unknown) => void): OperatorHandler<T>;
-  /**
-   * One operator doing this one's work and then `next`'s, for operators that must run as one when chained
-   * (consecutive RxJS operators form one rxjs chain); undefined to chain them as usual. It runs as this operator's task.
-   */
-  fuse?(next: OperatorSpec<R, unknown>): OperatorSpec<T, unknown> | undefined;
 }

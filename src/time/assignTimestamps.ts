@@ -77,14 +77,16 @@ export function assignTimestamps<T>(timestampOf: (value: T) => number, options: 
               throw new MalformedRecordError(`operator '${task.uid}': the timestamp of ${JSON.stringify(value)?.slice(0, 200)} is ${String(timestamp)}, not a finite number of ms`);
             }
             record.current = timestamp;
-            if (timestamp > maxTimestamp) maxTimestamp = timestamp;
+            const raised = timestamp > maxTimestamp;
+            if (raised) maxTimestamp = timestamp;
             recordsSinceTick++;
             if (idle) {
               idle = false;
               emit(WATERMARK_ACTIVE as never);
             }
             emit(value);
-            if (interval === 0) emitWatermark();
+            // Only a record that raised the largest timestamp can advance the watermark (most do not, out of order).
+            if (raised && interval === 0) emitWatermark();
           },
           onWatermark(watermark, forward) {
             // Only the end of input passes: this operator is the flow's watermark strategy from here on.

@@ -2,7 +2,7 @@ import { Subscriber } from 'rxjs';
 import { MAX_WATERMARK } from '../../core/elements.js';
 import { AsynchronousOperatorError } from '../../core/errors.js';
 import type { TaskContext } from '../../core/graph.js';
-import type { OperatorHandler, OperatorSpec } from '../operatorSpec.js';
+import type { HandlerOperatorSpec, OperatorHandler, OperatorSpec } from '../operatorSpec.js';
 import { ClosureStateCheck } from './closureStateCheck.js';
 import { applySteps, type LiftedStep } from './liftedSteps.js';
 import { SegmentInput } from './segmentInput.js';
@@ -22,7 +22,7 @@ import { SegmentInput } from './segmentInput.js';
  * rxjs `reduce`, `toArray` or `last` emit before the final checkpoint; a segment that completed early (`take`) stops
  * records, never the rest of the flow.
  */
-export class RxjsSegment implements OperatorSpec<unknown, unknown> {
+export class RxjsSegment implements HandlerOperatorSpec<unknown, unknown> {
   readonly kind = 'rxjs';
 
   constructor(readonly steps: readonly LiftedStep[]) {}
