@@ -58,19 +58,35 @@ async function plainRestoreMs(file: string, keys: number): Promise<number> {
 }
 
 /**
+ * The floor under both: only putting entries already parsed (outside the timing) into a new Map, no reading, no
+ * parsing. Its bend from 10⁴ to 10⁶ keys is the Map's own (a hash table of 10⁶ entries far out of the CPU caches,
+ * rehashed as it grows), which any restore into one Map pays.
+ */
+function mapInsertMs(entries: readonly (readonly [string, KeyedEvent])[]): number {
+  const start = performance.now();
+  const sums = new Map<string, KeyedEvent>();
+  for (const [key, value] of entries) sums.set(key, value);
+  const elapsed = performance.now() - start;
+  if (sums.size !== entries.length) throw new Error(`restore benchmark: ${sums.size} keys inserted of ${entries.length}`);
+  return elapsed;
+}
+
+/**
  * Restore time per key of a job's checkpoint at 10⁴, 10⁵ and 10⁶ keys: a restore linear in the state size keeps
  * the per-key time flat (the bar: 10⁶ over 10⁴). Beside it, the same figures for the plain way (`JSON.parse` of the
  * Map's entries and a new Map), whose own bend at 10⁶ is V8's (young-generation GC copying a parse result that all
- * survives, and Map growth): the floor that a restore into a Map cannot go under. Best of 3 after a warm-up, sizes
- * alternating.
+ * survives, and Map growth): the floor that a restore into a Map cannot go under; and the Map insertion alone
+ * (`mapInsertMs`). Best of 3 after a warm-up, sizes alternating.
  */
 export async function restore(): Promise<Result[]> {
   const sizes = [10_000, 100_000, 1_000_000];
   const dirs = await Promise.all(sizes.map(() => mkdtemp(join(tmpdir(), 'weir-bench-restore-'))));
   const paths = await Promise.all(sizes.map((keys, i) => checkpointOf(keys, dirs[i]!)));
   const plainFiles = await Promise.all(sizes.map((keys, i) => plainFileOf(keys, dirs[i]!)));
+  const parsed = await Promise.all(plainFiles.map(async (file) => JSON.parse(await readFile(file, 'utf8')) as [string, KeyedEvent][]));
   const best = sizes.map(() => Infinity);
   const plain = sizes.map(() => Infinity);
+  const insert = sizes.map(() => Infinity);
   for (let round = 0; round < 4; round++) {
     const order = round % 2 === 0 ? sizes.keys() : [...sizes.keys()].reverse();
     for (const i of order) {
@@ -82,6 +98,8 @@ export async function restore(): Promise<Result[]> {
         if (round > 0) best[i] = Math.min(best[i]!, ms);
         const plainMs = await plainRestoreMs(plainFiles[i]!, sizes[i]!);
         if (round > 0) plain[i] = Math.min(plain[i]!, plainMs);
+        const insertMs = mapInsertMs(parsed[i]!);
+        if (round > 0) insert[i] = Math.min(insert[i]!, insertMs);
       }
     }
   }
@@ -96,5 +114,7 @@ export async function restore(): Promise<Result[]> {
     ...sizes.map((keys, i) => ({ name: `restore/plain-json-map-per-key-${keys}/us`, value: plainPerKey[i]!, unit: 'µs' })),
     { name: 'restore/plain-json-map-per-key-10e6-vs-10e4', value: plainPerKey[2]! / plainPerKey[0]!, unit: 'ratio' },
     { name: 'restore/weir-vs-plain-json-map-10e6', value: best[2]! / plain[2]!, unit: 'ratio' },
+    ...sizes.map((keys, i) => ({ name: `restore/map-insert-per-key-${keys}/us`, value: (insert[i]! * 1000) / keys, unit: 'µs' })),
+    { name: 'restore/map-insert-per-key-10e6-vs-10e4', value: (insert[2]! * sizes[0]!) / (insert[0]! * sizes[2]!), unit: 'ratio' },
   ];
 }

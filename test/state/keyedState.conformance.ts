@@ -997,6 +997,48 @@ export function describeKeyedStateBackend(name: string, create: () => StateBacke
         }
       });
 
+      it('sees values as of each of two snapshots while values are changed in place, the second taken while the first is read in chunks', () => {
+        const object = backend.getState(valueState<{ n: number }>('o'));
+        const keys = Array.from({ length: 20 }, (_, i) => `k${i}`);
+        const setAll = (n: (i: number) => number) =>
+          keys.forEach((key, i) => {
+            backend.setCurrentKey(key);
+            object.value()!.n = n(i);
+          });
+        keys.forEach((key, i) => {
+          backend.setCurrentKey(key);
+          object.update({ n: i });
+        });
+        const first = backend.snapshot();
+        const firstRestored = open();
+        const firstChunks = first.materializeChunks(4)[Symbol.iterator]();
+        // The first snapshot is being read (it has taken the table's keys and values) when values change in place.
+        firstRestored.restore([throughJson(firstChunks.next().value!)]);
+        setAll((i) => 100 + i);
+        const second = backend.snapshot();
+        setAll((i) => 200 + i);
+        for (let next = firstChunks.next(); !next.done; next = firstChunks.next()) {
+          firstRestored.restore([throughJson(next.value)]);
+          setAll((i) => 300 + i);
+        }
+        first.release();
+        // Only the second is left, read in chunks while values change in place between them.
+        const secondRestored = open();
+        for (const chunk of second.materializeChunks(4)) {
+          secondRestored.restore([throughJson(chunk)]);
+          setAll((i) => 400 + i);
+        }
+        second.release();
+        const read = (from: KeyedStateBackend) =>
+          keys.map((key) => {
+            from.setCurrentKey(key);
+            return from.getState(valueState<{ n: number }>('o')).value()!.n;
+          });
+        expect(read(firstRestored)).toEqual(keys.map((_, i) => i));
+        expect(read(secondRestored)).toEqual(keys.map((_, i) => 100 + i));
+        expect(read(backend)).toEqual(keys.map((_, i) => 400 + i));
+      });
+
       it('sees values as of the snapshot while aggregates change them in place and immutable or primitive values are replaced between its chunks', () => {
         const averages = backend.getState(aggregatingState('avg', mean));
         // A state whose values are only replaced through update, never changed in place, and says so.

@@ -21,6 +21,8 @@ export class StateTable<V> {
    * Writes no longer need to save old values for them; only a value handed out to be changed in place is copied.
    */
   readonly captured = new Map<Overlay, Set<Key>>();
+  /** The one set of `captured`, when there is exactly one: what `mutable` checks while a single snapshot encodes. */
+  private encoding: Set<Key> | undefined;
   /** With change tracking (incremental checkpoints): the keys written since the last snapshot, shared with the family. */
   changed: Set<Key> | undefined;
 
@@ -48,18 +50,41 @@ export class StateTable<V> {
     // Handed out to be changed in place: with change tracking, the key counts as written.
     if (value !== undefined) this.changed?.add(key);
     // A primitive cannot be changed in place: only a write (which preserves the old value) replaces it.
-    if (typeof value !== 'object' || value === null || (this.overlays.length === 0 && this.captured.size === 0) || !this.needsPreserve(key)) return value;
-    this.preserve(key);
-    for (const copied of this.captured.values()) copied.add(key);
+    if (typeof value !== 'object' || value === null || !this.takeHeld(key)) return value;
     const copy = this.copy(value);
     this.live.set(key, copy);
     return copy;
+  }
+
+  /**
+   * Whether a pending snapshot still holds the key's live value, which the caller then replaces by a private copy:
+   * the old value is saved in the overlays that lack it and the key counted as copied by the snapshots encoding the table.
+   */
+  private takeHeld(key: Key): boolean {
+    const { overlays, captured } = this;
+    if (overlays.length === 0) {
+      // The common case, one snapshot encoding this table: one insert tells whether the key was copied already,
+      // where a lookup and then an insert cost two hash operations on a set of up to every key of the table.
+      if (this.encoding !== undefined) {
+        const size = this.encoding.size;
+        return this.encoding.add(key).size !== size;
+      }
+      if (captured.size === 0) return false;
+    }
+    if (!this.needsPreserve(key)) return false;
+    this.preserve(key);
+    for (const copied of captured.values()) copied.add(key);
+    return true;
   }
 
   private needsPreserve(key: Key): boolean {
     for (const overlay of this.overlays) if (!overlay.has(key)) return true;
     for (const copied of this.captured.values()) if (!copied.has(key)) return true;
     return false;
+  }
+
+  private noteCaptured(): void {
+    this.encoding = this.captured.size === 1 ? this.captured.values().next().value : undefined;
   }
 
   /** Whether a snapshot still holds values of this table (pending or being encoded): reads then hand out copies. */
@@ -72,6 +97,7 @@ export class StateTable<V> {
     const index = this.overlays.indexOf(overlay);
     if (index >= 0) this.overlays.splice(index, 1);
     this.captured.delete(overlay);
+    this.noteCaptured();
   }
 
   private preserve(key: Key): void {
@@ -105,6 +131,7 @@ export class StateTable<V> {
       this.overlays.splice(index, 1);
       // The keys written since the barrier hold private copies already (a write put its value, `mutable` copied).
       this.captured.set(overlay, new Set(overlay.keys()));
+      this.noteCaptured();
     }
     const { live } = this;
     if (overlay.size === 0) return { keys: [...live.keys()], values: [...live.values()], missing: [] };
