@@ -4,16 +4,32 @@ import { CheckpointCorruptedError, CheckpointNotFoundError, JobDefinitionError, 
 import type { CheckpointStorage } from '../core/types.js';
 import { directoryPrefix, normalizePath } from './storagePaths.js';
 
-/** The one object store of a weir database: file paths as keys, file contents (a `Blob` each) as values. */
+/** The one object store of a weir database: file paths as keys, file contents (a `Blob`, or a small file's bytes) as values. */
 const STORE = 'files';
+
+/**
+ * Files up to this size are stored as a `Uint8Array` instead of a `Blob`: Chromium registers every blob with its
+ * blob registry and writes it to a file of its own, which for `_metadata` (under 1 KB, written last, so on every
+ * checkpoint's critical path) took 2.2–7.1 ms per `put` against 0.8–3.4 ms for the bytes, alternating in one page on
+ * a loaded machine. It is also where Chromium itself starts moving large values out of its database (64 KiB).
+ */
+const INLINE_BYTES = 64 * 1024;
+
+/** A file as it is stored: small ones as their own bytes (a copy, so that a view does not take its whole buffer along). */
+function fileRecord(data: Uint8Array): Blob | Uint8Array {
+  // The engine's bytes are never over a SharedArrayBuffer, which a Blob cannot take.
+  return data.byteLength <= INLINE_BYTES ? data.slice() : new Blob([data as Uint8Array<ArrayBuffer>]);
+}
 
 /**
  * Checkpoint storage in the browser's IndexedDB, in a database of its own (`dbName`) with one object store keyed by
  * path: the same `<job>/chk-<id>/…` layout as the file system storage, so the inspector reads both. Each file is one
- * `Blob` value written by one `put` in one transaction: an operator's state costs one IndexedDB write, however
+ * value (a `Blob`; a small file's bytes) written by one `put` in one transaction: an operator's state costs one IndexedDB write, however
  * many keys it holds, and IndexedDB commits the whole file or none of it, so `_metadata` (written last) is the atomic
  * commit point of a checkpoint. A `Blob` rather than the `Uint8Array` itself because Chromium writes a blob's bytes
  * to a file of its own instead of cloning them into its database: a 3.4 MB state file takes ~5 ms instead of ~12.
+ * Files up to `INLINE_BYTES` (`_metadata`, a source's offsets) are stored as bytes, which a blob costs more than it
+ * saves on.
  * Checkpoints (not savepoints) keep rich state values (Map, Set, Date, BigInt) beside the bytes, where IndexedDB's
  * structured clone stores them faster than superjson encodes them (`writeStructured`).
  * A full quota rejects with `StorageQuotaExceededError` and leaves every earlier checkpoint as it was. Paths may also be given as `describe` returns them (`indexeddb://<dbName>/<path>`), so
@@ -37,7 +53,7 @@ export function indexedDbCheckpointStorage({ dbName }: { dbName: string }): Chec
   const describe = (path: string) => `${location}/${keyOf(path)}`;
 
   /** Puts one record in one transaction; a full quota becomes `StorageQuotaExceededError`. */
-  const put = async (path: string, record: Blob | StructuredRecord, size: number): Promise<void> => {
+  const put = async (path: string, record: Blob | Uint8Array | StructuredRecord, size: number): Promise<void> => {
     try {
       await set(keyOf(path), record, files);
     } catch (error) {
@@ -57,7 +73,8 @@ export function indexedDbCheckpointStorage({ dbName }: { dbName: string }): Chec
     const record: unknown = await get(keyOf(path), files);
     if (record === undefined) throw new CheckpointNotFoundError(`checkpoint file ${describe(path)} does not exist`);
     if (record instanceof Blob) return { data: await bytesOf(record, describe(path)), values: [] };
-    // Files written before they were stored as blobs; every `get` is a fresh structured clone, which the caller owns.
+    // Small files, and files written before they were stored as blobs; every `get` is a fresh structured clone,
+    // which the caller owns.
     if (record instanceof Uint8Array) return { data: record, values: [] };
     if (isStructuredRecord(record)) {
       const values = record.encoding === 'superjson' ? record.values.map((value) => superjson.parse(value as string)) : record.values;
@@ -68,8 +85,7 @@ export function indexedDbCheckpointStorage({ dbName }: { dbName: string }): Chec
 
   return {
     location,
-    // The engine's bytes are never over a SharedArrayBuffer, which a Blob cannot take.
-    write: (path, data) => put(path, new Blob([data as Uint8Array<ArrayBuffer>]), data.byteLength),
+    write: (path, data) => put(path, fileRecord(data), data.byteLength),
     async writeStructured(path, data, values) {
       const blob = new Blob([data as Uint8Array<ArrayBuffer>]);
       try {

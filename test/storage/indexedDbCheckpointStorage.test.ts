@@ -1,4 +1,4 @@
-import { clear, createStore, set } from 'idb-keyval';
+import { clear, createStore, get, set } from 'idb-keyval';
 import { describe, expect, it } from 'vitest';
 import { CheckpointCorruptedError, CheckpointNotFoundError, JobDefinitionError, StorageQuotaExceededError } from 'weir';
 import { indexedDbCheckpointStorage } from 'weir/browser';
@@ -50,6 +50,20 @@ describe('indexedDbCheckpointStorage', () => {
     const read = await storage.read('view');
     expect(read.buffer.byteLength).toBe(3);
     expect(text(read)).toBe('234');
+  });
+
+  it('stores a small file as its bytes and a large one as a Blob, and reads both back', async () => {
+    const dbName = freshDbName();
+    const storage = indexedDbCheckpointStorage({ dbName });
+    const small = bytes('m'.repeat(64 * 1024));
+    const large = bytes('s'.repeat(64 * 1024 + 1));
+    await storage.write('job/chk-1/_metadata', small);
+    await storage.write('job/chk-1/state', large);
+    const files = createStore(dbName, 'files');
+    expect(await get('job/chk-1/_metadata', files)).toBeInstanceOf(Uint8Array);
+    expect(await get('job/chk-1/state', files)).toBeInstanceOf(Blob);
+    expect(await storage.read('job/chk-1/_metadata')).toEqual(small);
+    expect(await storage.read('job/chk-1/state')).toEqual(large);
   });
 
   it('reads files stored as Uint8Array values (before files were stored as blobs)', async () => {
