@@ -39,8 +39,12 @@ import { random, type Random } from '../support/random';
 const LONG = process.env.FUZZ_LONG === '1';
 const CASES = LONG ? 200_000 : 10_000;
 const SEED = Number(process.env.FUZZ_SEED ?? 0xf022);
-/** A target that runs past this stops early and fails: the CI bound. */
-const BUDGET_MS = LONG ? 30 * 60_000 : 40_000;
+/**
+ * How long a target may take: every case must run (a fuzz run that stops early on a loaded machine would pass with
+ * less coverage than it claims, and one that fails for it would fail on load, not on a finding), so this only bounds
+ * a hang of the whole target. About 40 s per target on a quiet 2-core machine, under 60 s at a load of 15.
+ */
+const TARGET_TIMEOUT_MS = LONG ? 60 * 60_000 : 10 * 60_000;
 const CASE_TIMEOUT_MS = 5_000;
 
 const counts = new Map<string, number>();
@@ -55,13 +59,8 @@ function seedOf(name: string): number {
 async function fuzz<T>(name: string, generate: (next: Random, i: number) => T, run: (input: T) => unknown, cases = CASES): Promise<string[]> {
   const next = random(seedOf(name));
   const findings: string[] = [];
-  const started = performance.now();
   let done = 0;
   for (; done < cases; done++) {
-    if (performance.now() - started > BUDGET_MS) {
-      findings.push(`only ${done} of ${cases} cases within the ${BUDGET_MS} ms budget`);
-      break;
-    }
     const input = generate(next, done);
     let timer: NodeJS.Timeout | undefined;
     try {
@@ -167,12 +166,12 @@ afterAll(async () => {
 });
 
 describe('fuzzing every reader: only typed errors, no pollution', () => {
-  it('_metadata: decoded, loaded and restored into a job', { timeout: BUDGET_MS + 30_000 }, async () => {
+  it('_metadata: decoded, loaded and restored into a job', { timeout: TARGET_TIMEOUT_MS }, async () => {
     const findings = await fuzz('_metadata', (next) => mutatedFile('_metadata', next), async (bytes) => loadAndRestore(await storageWith('_metadata', bytes)));
     expect(findings).toEqual([]);
   });
 
-  it('state files (keyed state, source offset, sink state): decoded, loaded and restored into a job', { timeout: BUDGET_MS + 30_000 }, async () => {
+  it('state files (keyed state, source offset, sink state): decoded, loaded and restored into a job', { timeout: TARGET_TIMEOUT_MS }, async () => {
     const files = ['sum.0.kg-0-127', 'in.0', 'out.0'];
     const findings = await fuzz(
       'state files',
@@ -185,7 +184,7 @@ describe('fuzzing every reader: only typed errors, no pollution', () => {
     expect(findings).toEqual([]);
   });
 
-  it('savepoints through the State Processor API', { timeout: BUDGET_MS + 30_000 }, async () => {
+  it('savepoints through the State Processor API', { timeout: TARGET_TIMEOUT_MS }, async () => {
     const files = ['_metadata', 'sum.0.kg-0-127', 'in.0', 'out.0'];
     const findings = await fuzz(
       'savepoints',
@@ -198,7 +197,7 @@ describe('fuzzing every reader: only typed errors, no pollution', () => {
     expect(findings).toEqual([]);
   });
 
-  it("toFile's restored sink state", { timeout: BUDGET_MS + 30_000 }, async () => {
+  it("toFile's restored sink state", { timeout: TARGET_TIMEOUT_MS }, async () => {
     const dir = join(tmp, 'sink');
     const target = join(dir, 'out.jsonl');
     const sink = fileSink<string>(target);
@@ -217,7 +216,7 @@ describe('fuzzing every reader: only typed errors, no pollution', () => {
     expect(findings).toEqual([]);
   });
 
-  it('source offsets (fromFile, fromArray, fromIterable, fromAsyncIterable)', { timeout: BUDGET_MS + 30_000 }, async () => {
+  it('source offsets (fromFile, fromArray, fromIterable, fromAsyncIterable)', { timeout: TARGET_TIMEOUT_MS }, async () => {
     const file = join(tmp, 'input.txt');
     await writeFile(file, 'one\ntwo\nthree\n');
     const sources = [fromFile(file), fromArray([1, 2, 3]), fromIterable([1, 2, 3]), fromAsyncIterable((async function* () { yield 1; })())];
@@ -316,16 +315,15 @@ describe('fuzzing the queryable state server', () => {
     });
   }
 
-  it('answers every mutated request with a typed status, never 500, and keeps serving', { timeout: BUDGET_MS + 30_000 }, async () => {
+  it('answers every mutated request with a typed status, never 500, and keeps serving', { timeout: TARGET_TIMEOUT_MS }, async () => {
     const allowed = new Set([200, 400, 401, 404, 405, 413, 429, 503]);
     const next = random(seedOf('query server'));
     const findings: string[] = [];
-    const started = performance.now();
     let sent = 0;
     // Eight clients at once, as a real load would come.
     await Promise.all(
       Array.from({ length: 8 }, async () => {
-        while (sent < CASES && findings.length < 20 && performance.now() - started < BUDGET_MS) {
+        while (sent < CASES && findings.length < 20) {
           const req = mutatedRequest(next);
           sent++;
           try {
