@@ -1,8 +1,8 @@
-import equal from 'fast-deep-equal/es6/index.js';
 import { UncheckpointedStateError } from '../../core/errors.js';
 import type { TaskContext } from '../../core/graph.js';
 import { applySteps, type LiftedStep } from './liftedSteps.js';
 import { SegmentInput } from './segmentInput.js';
+import { structurallyEqual } from './structurallyEqual.js';
 
 /** Records checked first, each of them: closure state shows in the first records a segment sees. */
 const CHECK_FIRST = 64;
@@ -26,7 +26,7 @@ export function developmentMode(): boolean {
  * The development-mode check that an RxJS segment keeps no state in its closures, like React's StrictMode double
  * invocation: for sampled records, a fresh instance of the segment (a new subscription: every subscription of an
  * RxJS operator has its own closure state) is subscribed, given that one record and completed, and what it emitted
- * must equal, deeply, what the live instance emitted for that record. A difference means the output depends on
+ * must equal, structurally, what the live instance emitted for that record. A difference means the output depends on
  * earlier records, or the segment emits when subscribed or completed: state that no checkpoint holds, lost at every
  * restore. The user's functions run a second time on sampled records, as StrictMode runs them twice.
  */
@@ -59,7 +59,7 @@ export class ClosureStateCheck {
     input.complete();
     // What it would emit later (a timer's, a promise's) is not compared: the live instance's fails on its own.
     subscription.unsubscribe();
-    if (!equal(live, fresh)) throw new UncheckpointedStateError(this.message(value, live, fresh));
+    if (!structurallyEqual(live, fresh)) throw new UncheckpointedStateError(this.message(value, live, fresh));
   }
 
   private message(value: unknown, live: readonly unknown[], fresh: readonly unknown[]): string {
