@@ -39,14 +39,14 @@ export class OperatorChain extends DirectObservable<StreamElement<unknown>> {
 
   /**
    * `operator` reading `input`: appended to its chain when `input` is one (its node's only consumer is `operator`),
-   * or fused into the chain's last operator when that one takes it (see OperatorSpec.fuse).
+   * or absorbed by the chain's last operator when that one takes it (see OperatorSpec.absorb).
    */
   static after(input: Observable<StreamElement<unknown>>, operator: ChainedOperator): OperatorChain {
     if (!(input instanceof OperatorChain)) return new OperatorChain(input, [operator]);
     const last = input.operators[input.operators.length - 1]!;
-    const fused = last.spec.fuse?.(operator.spec);
-    if (fused === undefined) return new OperatorChain(input.input, [...input.operators, operator]);
-    return new OperatorChain(input.input, [...input.operators.slice(0, -1), { task: last.task, spec: fused }]);
+    const absorbed = last.spec.absorb?.(operator.spec);
+    if (absorbed === undefined) return new OperatorChain(input.input, [...input.operators, operator]);
+    return new OperatorChain(input.input, [...input.operators.slice(0, -1), { task: last.task, spec: absorbed }]);
   }
 }
 

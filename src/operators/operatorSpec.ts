@@ -26,7 +26,7 @@ export interface OperatorHandler<T> {
  */
 export type FusedRecordFunction<T, R> = { filter(this: void, value: T): boolean } | { map(this: void, value: T): R };
 
-export type OperatorSpec<T, R> = HandlerOperatorSpec<T, R> | (OperatorDescription & { fused: FusedRecordFunction<T, R>; setup?: undefined; fuse?: undefined });
+export type OperatorSpec<T, R> = HandlerOperatorSpec<T, R> | (OperatorDescription & { fused: FusedRecordFunction<T, R>; setup?: undefined; absorb?: undefined });
 
 /** An operator that runs as a handler of its own (every operator but the fused ones). */
 export type HandlerOperatorSpec<T, R> = OperatorDescription & {
@@ -40,7 +40,7 @@ export type HandlerOperatorSpec<T, R> = OperatorDescription & {
    * (consecutive RxJS operators form one rxjs chain); undefined to chain them as usual. It runs as this operator's
    * task.
    */
-  fuse?(next: OperatorSpec<R, unknown>): OperatorSpec<T, unknown> | undefined;
+  absorb?(next: OperatorSpec<R, unknown>): OperatorSpec<T, unknown> | undefined;
   fused?: undefined;
 };
 

@@ -10,7 +10,7 @@ import { SegmentInput } from './segmentInput.js';
 /**
  * Consecutive RxJS operators of a pipeline, run as one rxjs chain: a Subject of the records (SegmentInput), the
  * operators lifted onto it, and a subscriber that emits downstream, so that `catchError` sees the errors of the
- * operators before it, as in RxJS. Each `lift` adds a node of its own; chained, consecutive ones fuse into one
+ * operators before it, as in RxJS. Each `lift` adds a node of its own; chained, consecutive ones join into one
  * segment (a flow read twice fans out, and each reader then runs its own).
  *
  * Only records enter the chain: barriers, watermarks and side-output records go around it. A barrier follows the
@@ -27,7 +27,7 @@ export class RxjsSegment implements HandlerOperatorSpec<unknown, unknown> {
 
   constructor(readonly steps: readonly LiftedStep[]) {}
 
-  fuse(next: OperatorSpec<unknown, unknown>): RxjsSegment | undefined {
+  absorb(next: OperatorSpec<unknown, unknown>): RxjsSegment | undefined {
     return next instanceof RxjsSegment ? new RxjsSegment([...this.steps, ...next.steps]) : undefined;
   }
 
