@@ -49,6 +49,11 @@ export function slicesPay({ size, slide }: { size: number; slide: number }): boo
  * new (the first window holding it) and, when a window fires, for the next one if the key has slices in it. The
  * cleanup of a window drops the slices no later window holds. A window that a state written per window (before
  * slicing) still holds under its own id is merged with its slices, so such savepoints restore mid-window.
+ *
+ * While the operator keeps its index of held slices (`HeldSlices`), the firing timers are not kept as timers: the
+ * index's sweep of window ends holds them (one entry per key, listed at each end it fires at) and the snapshot
+ * writes them as the timers above, so a checkpoint reads the same either way and restores into either way. Cleanup
+ * timers (with an allowed lateness) stay timers; those due before a window end fire before it.
  */
 export function slicedWindowOperator<T, R>(
   input: WindowedFlow<T>,
