@@ -79,8 +79,9 @@ export function slicedWindowOperator<T, R>(
     const windows = new WindowCache(size);
     // Which slices each key holds values in, its newest slice's records not yet in the state, and the window ends its
     // windows fire at: firing reads only those slices, records reach the state once per key and slice, and no timer
-    // is kept per key and window.
-    let held: HeldSlices<T> | undefined = new HeldSlices<T>(backend, state, slicing);
+    // is kept per key and window. Only for sliding windows: tumbling ones, whose window is their one slice, ran at
+    // 0.55 of plain RxJS with it against 0.74 with a timer per key and window (`windows/tumbling-weir-vs-rx`).
+    let held: HeldSlices<T> | undefined = sliced ? new HeldSlices<T>(backend, state, slicing) : undefined;
     // The span of the key a timer or a late record fires windows for, looked up once for its reads and clears.
     let currentSpan: ReturnType<HeldSlices<T>['of']>;
     if (held && task.restoredOperatorStates.length > 0) {

@@ -245,6 +245,9 @@ describe.skipIf(!chromiumPath)('playground (Chromium)', { timeout: 5 * WAIT }, (
       expect(message).not.toMatch(/allowNonRestoredState/);
       expect(message).toMatch(/uids back in the editor/);
 
+      // Slowly, so that the restart line is still among the 150 newest output lines when it is looked for (at 300
+      // records/s a loaded machine could push it out first).
+      await setRate(page, 20);
       await page.click('#allow-non-restored');
       await waitField(page, 'status', (text) => text === 'running');
       await waitField(page, 'restored', (text) => /^checkpoint #\d+ \(IndexedDB\), state of removed operators dropped$/.test(text));
