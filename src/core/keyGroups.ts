@@ -36,6 +36,14 @@ export function keyGroupOf(key: Key, maxParallelism: number): number {
 }
 
 /**
+ * The parallel instance of `parallelism` that owns `key`: `floor(keyGroup·p/max)`, the inverse of `keyGroupRangeFor`
+ * (Flink's computeOperatorIndexForKeyGroup).
+ */
+export function instanceOfKey(key: Key, parallelism: number, maxParallelism: number): number {
+  return Math.floor((keyGroupOf(key, maxParallelism) * parallelism) / maxParallelism);
+}
+
+/**
  * The key groups parallel instance `index` of `parallelism` owns, by Flink's assignment:
  * `[ceil(index·max/p), floor(((index+1)·max − 1)/p)]`.
  */

@@ -1,7 +1,7 @@
 import { JobDefinitionError } from '../core/errors.js';
 import type { Flow } from '../core/flow.js';
 import type { TaskContext } from '../core/graph.js';
-import { keyGroupOf } from '../core/keyGroups.js';
+import { instanceOfKey } from '../core/keyGroups.js';
 import type { AnyStateDescriptor, Json, Key, KeyedStateBackend } from '../core/types.js';
 import { checkKey } from '../state/keyCodec.js';
 import { operate, requireKeyed } from './operate.js';
@@ -140,7 +140,7 @@ export function keyedOperate<T, R>(
           let index = route.get(key);
           if (index === undefined) {
             if (typeof key !== 'string') checkKey(key, task.uid);
-            index = Math.floor((keyGroupOf(key, maxParallelism) * parallelism) / maxParallelism);
+            index = instanceOfKey(key, parallelism, maxParallelism);
             route.set(key, index);
           }
           const instance = instances[index]!;

@@ -1,7 +1,7 @@
 import { CheckpointBarrier, ControlElement, SideOutputElement, Watermark, type StreamElement } from '../../core/elements.js';
 import { AsyncTimeoutError } from '../../core/errors.js';
 import type { KeySelector, TaskContext } from '../../core/graph.js';
-import { keyGroupOf } from '../../core/keyGroups.js';
+import { instanceOfKey } from '../../core/keyGroups.js';
 import type { Key } from '../../core/types.js';
 import { UserFunctionGuard } from '../../core/userFunctionFailure.js';
 import { checkKey } from '../../state/keyCodec.js';
@@ -124,7 +124,7 @@ export function runMapAsync<T, R>(
     let instance = route.get(key);
     if (instance === undefined) {
       if (typeof key !== 'string') checkKey(key, task.uid);
-      instance = instances[Math.floor((keyGroupOf(key, task.maxParallelism) * parallelism) / task.maxParallelism)]!;
+      instance = instances[instanceOfKey(key, parallelism, task.maxParallelism)]!;
       route.set(key, instance);
     }
     return instance;
