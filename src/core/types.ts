@@ -9,5 +9,7 @@ export type * from './keyedSnapshot.js';
 export type * from './stateBackend.js';
 export type * from './checkpointStorage.js';
 export type * from './source.js';
+export type * from './sourceReader.js';
+export type * from './split.js';
 export type * from './sink.js';
 export type * from './scheduler.js';

@@ -12,6 +12,9 @@ import { DirectObservable, subscribeTo } from '../task/directObservable.js';
 import { fanOut } from '../task/fanOut.js';
 import { SnapshotWriter } from '../task/snapshotWriter.js';
 import { SourceRunner } from '../task/sourceRunner.js';
+import { assignSplits } from '../task/splitEnumerator.js';
+import { SplitReader } from '../task/splitReader.js';
+import { mergeSubtasks } from '../task/subtaskMerge.js';
 import { AttemptBackpressure } from '../task/backpressure.js';
 import type { OperatorSpec } from '../operators/operatorSpec.js';
 import { OperatorChain } from '../operators/operatorChain.js';
@@ -105,7 +108,6 @@ export class Execution {
       let output: Observable<StreamElement<unknown>>;
       if (node.source) {
         output = await this.sourceOutput(node, task);
-        this.sourceCount++;
       } else if (node.sink) {
         output = await this.sinkOutput(node, task, outputs.get(node.inputs[0]!)!);
       } else {
@@ -189,14 +191,26 @@ export class Execution {
 
   private async sourceOutput(node: GraphNode, task: TaskContext): Promise<Observable<StreamElement<unknown>>> {
     const source = node.source!;
-    const offset = (task.restoredOperatorState as { offset?: Json } | undefined)?.offset;
-    if (offset !== undefined && !source.replayable && this.options.restoringAtStart) {
+    const offsets = task.restoredOperatorStates.map((state) => (state as { offset?: Json }).offset).filter((offset) => offset !== undefined);
+    if (offsets.length > 0 && !source.replayable && this.options.restoringAtStart) {
       throw new NonReplayableSourceError(
         `source '${node.uid}' (${source.name}) cannot resume at a saved position, so the checkpoint cannot be restored exactly; ` +
           'use a replayable source (fromArray, fromIterable, fromFile, …) or start the job without restore',
       );
     }
-    const reader = await source.open({ uid: node.uid, restoredOffset: source.replayable ? offset : undefined });
+    const restored = source.replayable ? offsets : [];
+    if (!source.splits) return this.subtaskOutput(node, task, await source.open({ uid: node.uid, restoredOffset: restored[0] }));
+    // Sources with splits (FLIP-27): the enumerator assigns the splits, each subtask reads its own, one flow goes on.
+    const { splits } = source;
+    const parallelism = node.parallelism ?? 1;
+    const assigned = assignSplits({ uid: node.uid, name: source.name, splits: await splits.list(), parallelism, restored, fromOffset: splits.fromOffset?.bind(splits) });
+    const subtasks = assigned.map((mine, i) => this.subtaskOutput(node, task.subtask(i), new SplitReader(splits, node.uid, mine)));
+    return parallelism === 1 ? subtasks[0]! : mergeSubtasks(subtasks, { mode: task.alignment.mode, scheduler: task.scheduler, decline: (id, by) => task.decline(id, by) });
+  }
+
+  /** The flow of one source subtask, driven by its own runner, which saves the reader's offset at each barrier. */
+  private subtaskOutput(node: GraphNode, task: TaskContext, reader: SourceReader<unknown>): Observable<StreamElement<unknown>> {
+    this.sourceCount++;
     this.idleReaders.add(reader);
     return new DirectObservable<StreamElement<unknown>>((subscriber) => {
       this.idleReaders.delete(reader);
@@ -207,7 +221,7 @@ export class Execution {
         finished: () => this.onSourceFinished(),
       });
       this.runners.push(runner);
-      this.runnerSources.set(runner, { uid: node.uid, operator: source.name });
+      this.runnerSources.set(runner, { uid: node.uid, operator: node.source!.name });
       return () => runner.stop();
     });
   }

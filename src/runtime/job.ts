@@ -169,12 +169,25 @@ export class Job {
   }
 
   /**
-   * Adds a source and returns its flow. Give it a uid: its offset is saved under it.
+   * Adds a source and returns its flow. Give it a uid: its offset is saved under it. A source with splits
+   * (`fromArray(records, { splits: 4 })`, `fromFile([a, b])`) is read by `parallelism` subtasks, by default the
+   * job's; any other source by one.
    * @example const clicks = job.source(fromFile('clicks.jsonl', { parse: JSON.parse }), { uid: 'clicks' });
    */
-  source<T>(source: Source<T>, options: { uid?: string } = {}): Flow<T> {
-    checkOptions(`job '${this.name}': source`, options, ['uid']);
-    const node = this.graph.add({ kind: 'source', uid: options.uid, role: 'source', stateful: true, inputs: [], source: source });
+  source<T>(source: Source<T>, options: { uid?: string; parallelism?: number } = {}): Flow<T> {
+    checkOptions(`job '${this.name}': source`, options, ['uid', 'parallelism']);
+    const parallelism = options.parallelism ?? (source.splits ? this.graph.defaultParallelism : 1);
+    const max = this.options.maxParallelism ?? DEFAULT_MAX_PARALLELISM;
+    if (!(Number.isInteger(parallelism) && parallelism >= 1 && parallelism <= max)) {
+      throw new JobDefinitionError(`job '${this.name}': source ${source.name}: parallelism must be an integer from 1 to maxParallelism (${max}), got ${String(parallelism)}`);
+    }
+    if (parallelism > 1 && !source.splits) {
+      throw new JobDefinitionError(
+        `job '${this.name}': source ${source.name} has no splits, so one subtask reads it; drop parallelism ${parallelism}, ` +
+          'or give it splits (fromArray(records, { splits }), fromIterable(items, { splits }), fromFile([...files]) or fromFile(path, { splits }))',
+      );
+    }
+    const node = this.graph.add({ kind: 'source', uid: options.uid, role: 'source', stateful: true, inputs: [], source, parallelism });
     return new Flow<T>(this.graph, node);
   }
 

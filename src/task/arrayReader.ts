@@ -10,11 +10,13 @@ export class ArrayReader<T> implements SourceReader<T> {
     readonly records: readonly T[],
     /** The index of the next record: the offset. */
     public index: number,
+    /** The index after the last record to read: the end of a split, or of the array. */
+    readonly end: number = records.length,
   ) {}
 
   read(max: number): T[] | null {
-    if (this.index >= this.records.length) return null;
-    const chunk = this.records.slice(this.index, this.index + max);
+    if (this.index >= this.end) return null;
+    const chunk = this.records.slice(this.index, Math.min(this.index + max, this.end));
     this.index += chunk.length;
     return chunk;
   }

@@ -110,11 +110,11 @@ export class SourceRunner<T> {
   /** Emits the next chunk of an in-memory reader straight from its array; false at the end of input. */
   private emitInPlace(reader: ArrayReader<T>): boolean {
     const { records, index: start } = reader;
-    if (start >= records.length) {
+    if (start >= reader.end) {
       this.endOfInput();
       return false;
     }
-    const end = Math.min(start + this.hooks.chunkSize, records.length);
+    const end = Math.min(start + this.hooks.chunkSize, reader.end);
     // The offset covers the whole chunk before it is emitted, as after a `read`.
     reader.index = end;
     const subscriber = this.subscriber;

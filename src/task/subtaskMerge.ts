@@ -1,0 +1,60 @@
+import type { Observable } from 'rxjs';
+import { CancelCheckpointMarker, Watermark, WATERMARK_ACTIVE, WATERMARK_IDLE, type StreamElement } from '../core/elements.js';
+import type { CheckpointMode } from '../core/graph.js';
+import type { Scheduler } from '../core/types.js';
+import { BarrierAligner } from './barrierAligner.js';
+import { DirectObservable, endOnce, subscribeTo } from './directObservable.js';
+
+export interface SubtaskMergeOptions {
+  readonly mode: CheckpointMode;
+  readonly scheduler: Scheduler;
+  /** A newer checkpoint overtook checkpoint `id` while the subtasks aligned: the coordinator aborts it at once. */
+  decline(id: number, by: number): void;
+}
+
+/**
+ * One flow out of the parallel subtasks of a source, as the operators after it would read their input channels:
+ * barrier n goes on once every subtask sent it (each saved its own splits' offsets just before), and in exactly-once
+ * mode a subtask's records after its barrier wait until then, so the cut stays consistent. Watermarks are combined
+ * by minimum; a subtask that ended its splits (or had none) sent the end-of-input watermark and holds no one back.
+ * Alignment here never goes unaligned: the subtasks share one event loop and send a barrier at their next chunk.
+ */
+export function mergeSubtasks(subtasks: readonly Observable<StreamElement<unknown>>[], options: SubtaskMergeOptions): Observable<StreamElement<unknown>> {
+  return new DirectObservable<StreamElement<unknown>>((observer) => {
+    const subscriber = endOnce(observer);
+    const aligner = new BarrierAligner(
+      subtasks.length,
+      options.mode,
+      {
+        record: (_input, value) => subscriber.next(value),
+        aligned: (barrier) => subscriber.next(barrier),
+        cancelled(id, reason, by) {
+          if (reason === 'subsumed' && by !== undefined) options.decline(id, by);
+          subscriber.next(new CancelCheckpointMarker(id));
+        },
+        watermark: (timestamp) => subscriber.next(new Watermark(timestamp)),
+        idle: (idle) => subscriber.next(idle ? WATERMARK_IDLE : WATERMARK_ACTIVE),
+        complete: () => subscriber.complete(),
+      },
+      options.scheduler,
+      undefined,
+    );
+    const stops = subtasks.map((subtask, input) =>
+      subscribeTo(subtask, {
+        next(element) {
+          if (!subscriber.closed) aligner.push(input, element, undefined);
+        },
+        dropsAfterEnd: true,
+        error: (error) => subscriber.error(error),
+        complete: () => {
+          if (!subscriber.closed) aligner.end(input);
+        },
+      }),
+    );
+    return () => {
+      subscriber.closed = true;
+      stops.forEach((stop) => stop());
+      aligner.dispose();
+    };
+  });
+}
