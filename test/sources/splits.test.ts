@@ -115,6 +115,18 @@ describe('sources with splits', () => {
     });
   });
 
+  it('restarts every subtask from the latest checkpoint through the restart strategy: no record lost or doubled', async () => {
+    const storage = memoryCheckpointStorage();
+    const crash = crashing(fromArray(records, { splits: 5 }), 4);
+    const { job, out } = sumJob(crash.source, 3, { checkpoints: { storage }, restart: { strategy: 'fixed-delay', attempts: 1, delay: 0 } });
+    const running = job.start();
+    await crash.reached;
+    await running.checkpoint();
+    crash.release();
+    await running.done;
+    expect(finals(out.values)).toEqual(expected);
+  });
+
   it('reads the parts of fromArrays on the subtasks k mod parallelism, so that each subtask owns its keys', async () => {
     const parts = [recordsOf(30, 1), recordsOf(20, 1).map((r) => ({ ...r, key: 'other' })), recordsOf(5, 1).map((r) => ({ ...r, key: 'third' }))];
     for (const parallelism of [1, 2, 3, 4]) {
