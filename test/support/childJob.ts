@@ -125,8 +125,11 @@ export async function killCycles(options: {
   expected: string;
   run: (dir: string) => Promise<ChildRun>;
   afterRun?: (dir: string, run: ChildRun, where: string) => Promise<void>;
+  /** Applied to the output and `expected` before they are compared (sorting lines, for a job whose order varies). */
+  normalize?: (output: string) => string;
 }): Promise<KillCycles> {
-  const { base, minKills, expected, run, afterRun } = options;
+  const { base, minKills, run, afterRun, normalize = (output: string) => output } = options;
+  const expected = normalize(options.expected);
   const result: KillCycles = { kills: 0, completed: 0, mismatches: [] };
   for (let cycle = 0; result.kills < minKills; cycle++) {
     const dir = join(base, `cycle-${cycle}`);
@@ -140,7 +143,7 @@ export async function killCycles(options: {
         continue;
       }
       expect(child.code, `cycle ${cycle}, attempt ${attempt} failed:\n${child.stderr}`).toBe(0);
-      const actual = await readFile(join(dir, 'out', 'out.jsonl'), 'utf8');
+      const actual = normalize(await readFile(join(dir, 'out', 'out.jsonl'), 'utf8'));
       result.completed++;
       if (actual !== expected) result.mismatches.push(`cycle ${cycle} (after ${attempt} kills): ${describeMismatch(actual, expected)}`);
       break;
