@@ -22,7 +22,7 @@ function rxGroupBy(events: KeyedEvent[]): Promise<number> {
 export async function keyedReduce(): Promise<Result[]> {
   const events = makeEvents(EVENTS, KEYS);
   const best = await sideBySide(
-    { weir: () => weirReduce(events), scan: () => rxScan(events), groupBy: () => rxGroupBy(events) },
+    { weir: () => weirReduce(events), split: () => weirReduce(events, 2), scan: () => rxScan(events), groupBy: () => rxGroupBy(events) },
     { rounds: 3, best: 'max' },
   );
   return [
@@ -31,5 +31,8 @@ export async function keyedReduce(): Promise<Result[]> {
     { name: 'keyed-reduce/rx-groupby', value: best.groupBy, unit: 'events/s' },
     { name: 'keyed-reduce/weir-vs-rx-scan', value: best.weir / best.scan, unit: 'ratio', bar: { op: '>=', value: 0.9 } },
     { name: 'keyed-reduce/weir-vs-rx-groupby', value: best.weir / best.groupBy, unit: 'ratio', bar: { op: '>=', value: 3 } },
+    // Breakdown: the same job with its source in 2 splits read by 2 subtasks on this thread (their merge's cost).
+    { name: 'keyed-reduce/weir-2-splits', value: best.split, unit: 'events/s' },
+    { name: 'keyed-reduce/weir-2-splits-vs-weir', value: best.split / best.weir, unit: 'ratio' },
   ];
 }

@@ -5,11 +5,15 @@ import { createJob, forEach, fromArray, heapStateBackend, keyBy, reduce } from '
 import { addEvents, type KeyedEvent } from './events';
 import { noop, perSecond } from './sideBySide';
 
-/** weir: keyBy + reduce on the heap backend, checkpoints off, a no-op sink. Events per second. */
-export async function weirReduce(events: KeyedEvent[]): Promise<number> {
+/**
+ * weir: keyBy + reduce on the heap backend, checkpoints off, a no-op sink. Events per second. With `splits`, the
+ * source is cut in that many index ranges, read by as many source subtasks on this one thread (the cost of merging them).
+ */
+export async function weirReduce(events: KeyedEvent[], splits?: number): Promise<number> {
   const start = performance.now();
   const job = createJob({ name: 'bench-keyed-reduce', stateBackend: heapStateBackend() });
-  job.source(fromArray(events), { uid: 'events' }).pipe(keyBy((e) => e.key), reduce(addEvents, { uid: 'sum' }), forEach(noop));
+  const source = splits === undefined ? fromArray(events) : fromArray(events, { splits });
+  job.source(source, { uid: 'events', parallelism: splits ?? 1 }).pipe(keyBy((e) => e.key), reduce(addEvents, { uid: 'sum' }), forEach(noop));
   await job.start().done;
   return perSecond(events.length, performance.now() - start);
 }

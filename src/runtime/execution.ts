@@ -191,7 +191,7 @@ export class Execution {
 
   private async sourceOutput(node: GraphNode, task: TaskContext): Promise<Observable<StreamElement<unknown>>> {
     const source = node.source!;
-    const offsets = task.restoredOperatorStates.map((state) => (state as { offset?: Json }).offset).filter((offset) => offset !== undefined);
+    const offsets = task.restoredOperatorStates.map((state) => (state as { offset?: Json } | null)?.offset).filter((offset) => offset !== undefined);
     if (offsets.length > 0 && !source.replayable && this.options.restoringAtStart) {
       throw new NonReplayableSourceError(
         `source '${node.uid}' (${source.name}) cannot resume at a saved position, so the checkpoint cannot be restored exactly; ` +
