@@ -13,10 +13,14 @@ import { keyedOperate } from './keyedOperate.js';
 /** A record of either side of a join, tagged with its input (0: left, 1: right), as the join's window state holds it. */
 export type Tagged<A, B> = { side: 0; value: A } | { side: 1; value: B };
 
-/** One key's records in one window: those since the last snapshot in memory, the older ones in the window state. */
+/**
+ * One key's records in one window: those since the last snapshot in memory, by side (firing then pairs them without
+ * sorting them out), the older ones in the window state.
+ */
 interface WindowOfKey {
   readonly key: Key;
-  held: Tagged<unknown, unknown>[];
+  lefts: Tagged<unknown, unknown>[];
+  rights: Tagged<unknown, unknown>[];
   /** The window state holds records of this key and window too (written by a snapshot, or restored). */
   inState: boolean;
 }
@@ -93,7 +97,7 @@ export function windowJoinOperator<A, B, R>(
         const window = windowOfId(namespace);
         if (time !== window.maxTimestamp) return;
         const keys = keysEndingAt(window.end);
-        if (!keys.has(key)) keys.set(key, { key, held: [], inState: true });
+        if (!keys.has(key)) keys.set(key, { key, lefts: [], rights: [], inState: true });
         restored.push([time, namespace, key]);
       });
       for (const [time, namespace, key] of restored) timers.deleteEventTimeTimer(key, namespace, time);
@@ -106,25 +110,23 @@ export function windowJoinOperator<A, B, R>(
 
       /** Emits the pairs of one key's window, each stamped with the window's last instant, left by left. */
       function fire(window: Window, of: WindowOfKey): void {
-        let all = of.held;
+        let { lefts, rights } = of;
         if (of.inState) {
           backend.setCurrentKey(of.key);
           backend.setCurrentNamespace(window.id);
-          all = contents.get().concat(all);
+          const saved = contents.get();
           contents.clear();
           backend.setCurrentNamespace(VOID);
-        }
-        const lefts: unknown[] = [];
-        const rights: unknown[] = [];
-        for (let i = 0; i < all.length; i++) {
-          const element = all[i]!;
-          if (element.side === 0) lefts.push(element.value);
-          else rights.push(element.value);
+          lefts = saved.filter((element) => element.side === 0 as number).concat(lefts);
+          rights = saved.filter((element) => element.side === 1 as number).concat(rights);
         }
         if (lefts.length === 0 || rights.length === 0) return;
         const previous = record.current;
         record.current = window.maxTimestamp;
-        for (const left of lefts) for (const right of rights) emit(apply(left as A, right as B));
+        for (let i = 0; i < lefts.length; i++) {
+          const left = lefts[i]!.value as A;
+          for (let j = 0; j < rights.length; j++) emit(apply(left, rights[j]!.value as B));
+        }
         record.current = previous;
       }
 
@@ -143,11 +145,13 @@ export function windowJoinOperator<A, B, R>(
         for (const [end, keys] of open) {
           const id = windows.at(end - size).id;
           for (const of of keys.values()) {
-            if (of.held.length === 0) continue;
+            if (of.lefts.length === 0 && of.rights.length === 0) continue;
             backend.setCurrentKey(of.key);
             backend.setCurrentNamespace(id);
-            contents.addAll(of.held);
-            of.held = [];
+            // By side rather than in arrival order: a firing pairs each side's records in their own order only.
+            contents.addAll(of.lefts.concat(of.rights));
+            of.lefts = [];
+            of.rights = [];
             of.inState = true;
           }
         }
@@ -175,9 +179,10 @@ export function windowJoinOperator<A, B, R>(
             // A window that fired already takes no more records; the later ones still do.
             if (end - 1 <= watermark) continue;
             const keys = end === lastEnd ? (recentKeys ??= keysEndingAt(end)) : keysEndingAt(end);
-            const of = keys.get(key);
-            if (of === undefined) keys.set(key, { key, held: [value], inState: false });
-            else of.held.push(value);
+            let of = keys.get(key);
+            if (of === undefined) keys.set(key, (of = { key, lefts: [], rights: [], inState: false }));
+            if (value.side === 0) of.lefts.push(value);
+            else of.rights.push(value);
           }
         },
         ...timerHandlers(timers),

@@ -49,7 +49,7 @@ function pairs(job: ReturnType<typeof createJob>, source: Source<Event>, window:
   });
 }
 
-async function run(window: WindowAssigner, way: Way, input: readonly Event[] = events): Promise<string[]> {
+async function run(window: WindowAssigner, way: Way, input: readonly Event[] = events): Promise<readonly string[]> {
   const job = createJob({ name: 'window-join' });
   const out = collect<string>();
   pairs(job, fromArray(input), window, way).pipe(out.sink({ uid: 'out' }));
