@@ -6,6 +6,7 @@ import type { WindowAssigner } from '../windows/windowTypes.js';
 import { keyBy } from './keyBy.js';
 import { operateMulti } from './operateMulti.js';
 import { process } from './process.js';
+import { joinsAtWindowEnd, windowJoinOperator, type Tagged } from './windowJoinOperator.js';
 
 export interface JoinOptions<A, B, R> extends WindowOptions {
   /** Windows the two flows are joined in; elements of one key in one window are paired. */
@@ -27,19 +28,22 @@ export function join<A, B, R>(left: Flow<A>, right: Flow<B>, options: JoinOption
   const leftKey = left.keySelector;
   const rightKey = right.keySelector;
   const uid = options.uid;
-  type Tagged = { side: 0; value: A } | { side: 1; value: B };
   // A join is a window over the union of both sides, tagged, whose window function pairs them: the same pieces,
   // so the same checkpointing, lateness and timestamps as any window. The union tags each record with the input it
   // came from, instead of a map per side before it: two operators less on every record's and watermark's way.
-  const tagged = operateMulti<Tagged>([left, right], {
+  const tagged = operateMulti<Tagged<A, B>>([left, right], {
     kind: 'union',
     uid: uid && `${uid}-inputs`,
-    setup: (_task, emit) => ({ onRecord: (side, value) => emit({ side, value } as Tagged) }),
+    setup: (_task, emit) => ({ onRecord: (side, value) => emit({ side, value } as Tagged<A, B>) }),
   });
-  return tagged.pipe(
-    keyBy((t: Tagged): Key => (t.side === 0 ? leftKey(t.value) : rightKey(t.value))),
+  const windowed = tagged.pipe(
+    keyBy((t: Tagged<A, B>): Key => (t.side === 0 ? leftKey(t.value) : rightKey(t.value))),
     window(options.window, { trigger: options.trigger, allowedLateness: options.allowedLateness }),
-    process<Tagged, R>(
+  );
+  // Windows that fire once, at their end, and are dropped then need no trigger, timer or state write per record.
+  if (joinsAtWindowEnd(windowed.window)) return windowJoinOperator(windowed, (a: A, b: B) => options.apply(a, b), uid);
+  return windowed.pipe(
+    process<Tagged<A, B>, R>(
       {
         process(_key, _ctx, elements, out) {
           const lefts: A[] = [];
