@@ -37,8 +37,6 @@ export interface Span extends Swept {
  */
 export class HeldSlices<T> {
   private readonly spans = new Map<Key, Span>();
-  /** The span `add` found last: a hot key's records come in runs (half of Nexmark's bids go to the hot auction). */
-  private recent: Span | undefined;
   readonly sweep = new WindowEndSweep<Span>();
   /** Map lookups this index cost, and state accesses it saved: whether it pays for the keys it sees. */
   lookups = 0;
@@ -57,17 +55,15 @@ export class HeldSlices<T> {
    */
   add(key: Key, start: number, id: string, value: T): Span | undefined {
     this.lookups++;
-    let span = key === this.recent?.key ? this.recent : this.spans.get(key);
+    let span = this.spans.get(key);
     if (span === undefined) {
       this.spans.set(key, (span = newSpan(key, start, start, true)));
-      this.recent = span;
       span.pending = this.slicing.accumulate(undefined, value);
       span.pendingStart = start;
       span.pendingId = id;
       span.pendingAlone = true;
       return span;
     }
-    this.recent = span;
     if (span.pendingStart === start) {
       span.pending = this.slicing.accumulate(span.pending, value);
       // A state read and write.
@@ -146,7 +142,6 @@ export class HeldSlices<T> {
     }
     if (held.last < start) {
       this.spans.delete(key);
-      if (this.recent === held) this.recent = undefined;
       // Still listed at later ends of the sweep, where it holds nothing: a new span of the key fires there itself.
       held.gone = true;
     } else if (held.first < start) held.first = start;
