@@ -252,6 +252,7 @@ export function slicedWindowOperator<T, R>(
     let timerWindow: Window = currentWindow;
     function onTimer(domain: TimeDomain, time: number, key: Key, namespace: string): void {
       if (domain !== 'event-time') return;
+      flushRun();
       currentKey = key;
       currentSpan = held?.of(key);
       if (namespace !== timerNamespace) {
@@ -312,6 +313,26 @@ export function slicedWindowOperator<T, R>(
     // The key whose record went into that slice last: the slice holds something for it (only a timer clears a
     // slice, and timers forget this), so its window's timer is registered and the record need not look.
     let filledKey: Key | undefined;
+    // The records of `filledKey` in that slice after its first, combined here (Flink's local pre-aggregation) and
+    // added to the state as one when the run ends: a run of one key (a few keys, or windowAll's one key) then costs
+    // `accumulate` per record instead of a state update. The first record of a run goes to the state itself, so
+    // keys that alternate (many keys) pay one comparison for this. Anything reading the state adds the run first.
+    let run: unknown;
+    let inRun = false;
+    let runKey: Key = '';
+    let runId = VOID;
+    /** Adds the combined records of the run to the state; leaves the backend in the void namespace. */
+    function flushRun(): void {
+      if (!inRun) return;
+      inRun = false;
+      const current = backend.getCurrentKey();
+      backend.setCurrentKey(runKey);
+      backend.setCurrentNamespace(runId);
+      state.add(slicing.toAdd(run));
+      run = undefined;
+      backend.setCurrentNamespace(VOID);
+      if (current !== undefined) backend.setCurrentKey(current);
+    }
     // Records since the index was last weighed.
     let records = 0;
 
@@ -328,6 +349,7 @@ export function slicedWindowOperator<T, R>(
           lastEnd = windowStart(sliceStart, offset, slide) + size;
           firstEnd = lastEnd - slide * Math.floor((lastEnd - sliceStart - 1) / slide);
           sliceCleanup = cleanupTime(lastEnd);
+          flushRun();
           filledKey = undefined;
         }
         if (sliceCleanup <= watermark) {
@@ -356,9 +378,19 @@ export function slicedWindowOperator<T, R>(
           backend.setCurrentNamespace(VOID);
           return;
         }
+        if (firstEnd - 1 > watermark && currentKey === filledKey) {
+          run = slicing.accumulate(run, value);
+          if (!inRun) {
+            inRun = true;
+            runKey = currentKey;
+            runId = sliceId;
+          }
+          return;
+        }
+        flushRun();
         backend.setCurrentNamespace(sliceId);
         if (firstEnd - 1 > watermark) {
-          const fresh = currentKey !== filledKey && state.get() === undefined;
+          const fresh = state.get() === undefined;
           state.add(value);
           filledKey = currentKey;
           if (fresh) {
@@ -386,7 +418,10 @@ export function slicedWindowOperator<T, R>(
         forward();
       },
       snapshotOperatorState: () => ({ timers: timers.snapshot(sweptTimers) }),
-      prepareSnapshot: () => held?.flushAll(),
+      prepareSnapshot: () => {
+        flushRun();
+        held?.flushAll();
+      },
     };
   }, { timestamped: true, parallelism });
 }

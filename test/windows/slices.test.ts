@@ -236,3 +236,37 @@ describe('sliced sliding windows over many keys with one record per key and slic
     expect(sorted(sliced)).toEqual(sorted(reference));
   }, 60_000);
 });
+
+describe('sliced tumbling windows over runs of one key', () => {
+  /** Long runs of one key (a windowAll's one key, a hot key), broken by other keys, firings and late records. */
+  function runsOfOneKey(rand: () => number, n: number): Ev[] {
+    let key = 'a';
+    return randomEvents(rand, n).map((e) => {
+      if (rand() < 0.1) key = `k${Math.floor(rand() * 3)}`;
+      return { ...e, k: key };
+    });
+  }
+
+  for (const seed of [1, 2, 3]) {
+    it(`combine the run's records as per-window state does (seed ${seed})`, async () => {
+      const rand = random(seed * 613);
+      const events = runsOfOneKey(rand, 120);
+      for (const [assigner, lateness] of [[tumbling(15), 10], [tumbling(8, 3), 0]] as const) {
+        const sliced = await run(events, windowed(assigner, lateness, 3));
+        const reference = await run(events, windowed(assigner, lateness, 3, true));
+        expect(sliced.sums!.length).toBeGreaterThan(0);
+        expect(sorted(sliced), assigner.name).toEqual(sorted(reference));
+      }
+    });
+
+    it(`a checkpoint in the middle of a run restores and restarts to the uninterrupted output (seed ${seed})`, async () => {
+      const rand = random(seed * 617);
+      const events = runsOfOneKey(rand, 80);
+      const at = 10 + Math.floor(rand() * 50);
+      const { uninterrupted, restored, restarted } = await runThreeWays(events, windowed(tumbling(15), 6, 3), { at, failAt: at + 5 });
+      expect(uninterrupted.sums!.length).toBeGreaterThan(0);
+      expect(restored).toEqual(uninterrupted);
+      expect(restarted).toEqual(uninterrupted);
+    });
+  }
+});
