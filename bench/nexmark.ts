@@ -11,6 +11,8 @@ import type { Result } from './report';
 
 /** 2M events by default; `NEXMARK_EVENTS=100000 npm run bench -- nexmark` for a quick run. */
 const EVENTS = Number(process.env.NEXMARK_EVENTS ?? 2_000_000);
+/** Every query by default; `NEXMARK_QUERIES=q1,q2` runs those alone (in the bench's order), for a quick look at one. */
+const QUERIES = process.env.NEXMARK_QUERIES?.split(',');
 const ROUNDS = 3;
 const CHECKPOINT_INTERVAL = 1_000;
 /** The issue's bars for weir over plain RxJS: the stateless queries at least as fast, the stateful ones within 20%. */
@@ -110,8 +112,10 @@ async function measureQuery<R>(query: NexmarkQuery<R>, events: readonly NexmarkE
  */
 export async function nexmark(): Promise<Result[]> {
   if (!(Number.isInteger(EVENTS) && EVENTS > 0)) throw new Error(`nexmark: NEXMARK_EVENTS must be a positive integer, got '${process.env.NEXMARK_EVENTS}'`);
+  const queries = nexmarkQueries.filter((query) => QUERIES?.includes(query.name) ?? true);
+  if (queries.length === 0) throw new Error(`nexmark: NEXMARK_QUERIES names none of ${nexmarkQueries.map((query) => query.name).join(', ')}`);
   const events = generateEvents(EVENTS);
   const results: Result[] = [];
-  for (const query of nexmarkQueries) results.push(...(await measureQuery(query, events)));
+  for (const query of queries) results.push(...(await measureQuery(query, events)));
   return results;
 }
