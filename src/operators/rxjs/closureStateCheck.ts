@@ -1,5 +1,6 @@
 import { UncheckpointedStateError } from '../../core/errors.js';
 import type { TaskContext } from '../../core/graph.js';
+import type { Subscriber, Unsubscribable } from 'rxjs';
 import { applySteps, type LiftedStep } from './liftedSteps.js';
 import { SegmentInput } from './segmentInput.js';
 import { structurallyEqual } from './structurallyEqual.js';
@@ -22,6 +23,14 @@ export function developmentMode(): boolean {
   }
 }
 
+/** What the check needs of its segment's end, so that a fresh instance emits where the live one does. */
+export interface SegmentEnd {
+  /** A subscriber emitting into the segment's end, for a fresh instance's last operator (see SegmentOutput). */
+  subscriber(error: (error: unknown) => void): Subscriber<unknown>;
+  /** What `run` made the segment's end receive, kept from downstream. */
+  hold(run: () => void): unknown[];
+}
+
 /**
  * The development-mode check that an RxJS segment keeps no state in its closures, like React's StrictMode double
  * invocation: for sampled records, a fresh instance of the segment (a new subscription: every subscription of an
@@ -34,13 +43,14 @@ export class ClosureStateCheck {
   private seen = 0;
 
   /** The check of a segment for one attempt, or undefined in production mode or when an operator opted out. */
-  static of(steps: readonly LiftedStep[], task: TaskContext): ClosureStateCheck | undefined {
-    return developmentMode() && steps.every((step) => step.checked) ? new ClosureStateCheck(steps, task) : undefined;
+  static of(steps: readonly LiftedStep[], task: TaskContext, end: SegmentEnd): ClosureStateCheck | undefined {
+    return developmentMode() && steps.every((step) => step.checked) ? new ClosureStateCheck(steps, task, end) : undefined;
   }
 
   private constructor(
     private readonly steps: readonly LiftedStep[],
     private readonly task: TaskContext,
+    private readonly end: SegmentEnd,
   ) {}
 
   /** Whether the next record is checked: a counter, so that unchecked records pay one increment. */
@@ -51,14 +61,17 @@ export class ClosureStateCheck {
 
   /** Throws `UncheckpointedStateError` unless a fresh instance given only `value` emits `live`. */
   verify(value: unknown, live: readonly unknown[]): void {
-    const fresh: unknown[] = [];
-    const input = new SegmentInput();
-    // An error of the fresh instance is the live instance's too, which fails the attempt itself.
-    const subscription = applySteps(input.observable, this.steps).subscribe({ next: (emitted) => fresh.push(emitted), error: () => undefined });
-    input.next(value);
-    input.complete();
+    let subscription: Unsubscribable | undefined;
+    // The fresh instance ends where the live one does, so that the operators' call sites stay monomorphic.
+    const fresh = this.end.hold(() => {
+      const input = new SegmentInput();
+      // An error of the fresh instance is the live instance's too, which fails the attempt itself.
+      subscription = applySteps(input.observable, this.steps).subscribe(this.end.subscriber(() => undefined));
+      input.next(value);
+      input.complete();
+    });
     // What it would emit later (a timer's, a promise's) is not compared: the live instance's fails on its own.
-    subscription.unsubscribe();
+    subscription!.unsubscribe();
     if (!structurallyEqual(live, fresh)) throw new UncheckpointedStateError(this.message(value, live, fresh));
   }
 

@@ -1,4 +1,3 @@
-import { Subscriber } from 'rxjs';
 import { MAX_WATERMARK } from '../../core/elements.js';
 import { AsynchronousOperatorError } from '../../core/errors.js';
 import type { TaskContext } from '../../core/graph.js';
@@ -6,6 +5,7 @@ import type { HandlerOperatorSpec, OperatorHandler, OperatorSpec } from '../oper
 import { ClosureStateCheck } from './closureStateCheck.js';
 import { applySteps, type LiftedStep } from './liftedSteps.js';
 import { SegmentInput } from './segmentInput.js';
+import { SegmentOutput } from './segmentOutput.js';
 
 /**
  * Consecutive RxJS operators of a pipeline, run as one rxjs chain: a Subject of the records (SegmentInput), the
@@ -34,31 +34,31 @@ export class RxjsSegment implements HandlerOperatorSpec<unknown, unknown> {
   setup(task: TaskContext, emit: (value: unknown) => void, fail: (error: unknown) => void): OperatorHandler<unknown> {
     const { record } = task;
     const steps = this.steps;
-    const check = ClosureStateCheck.of(steps, task);
     const input = new SegmentInput();
     // Whether the segment is handling an input (a record, the end of input, its subscription): it emits only then.
     let handling = true;
-    // What it emits for a record the check samples, held until the check passed.
+    // What the segment emits while the closure-state check holds it back (see checked).
     let held: unknown[] | undefined;
     // The timestamp of the record being handled, which what it emits carries; at the end of input, the last record's.
     let timestamp: number | undefined;
-    // A Subscriber made on the observer, rather than the observer itself: subscribe would wrap a plain observer in
-    // two more layers (SafeSubscriber, ConsumerObserver), each a call per record.
-    const output = new Subscriber<unknown>({
-      next(value) {
-        if (!handling) return fail(new AsynchronousOperatorError(asynchronousMessage(task)));
-        if (held !== undefined) return void held.push(value);
-        // Downstream operators may have moved the shared slot since the last emission.
-        record.current = timestamp;
-        emit(value);
-      },
-      error: fail,
-      complete: () => undefined,
-    });
-    const subscription = applySteps(input.observable, steps).subscribe(output);
+    const output = (value: unknown) => {
+      if (held !== undefined) return void held.push(value);
+      if (!handling) return fail(new AsynchronousOperatorError(asynchronousMessage(task)));
+      // Downstream operators may have moved the shared slot since the last emission.
+      record.current = timestamp;
+      emit(value);
+    };
+    // What `run` made the segment emit, kept from downstream. RxJS routes the operators' throws to `error`; anything
+    // else that throws fails the attempt, so the flags here and below need no restoring on the way out.
+    const hold = (run: () => void) => {
+      const emitted: unknown[] = (held = []);
+      run();
+      held = undefined;
+      return emitted;
+    };
+    const check = ClosureStateCheck.of(steps, task, { subscriber: (error) => new SegmentOutput(output, error), hold });
+    const subscription = applySteps(input.observable, steps).subscribe(new SegmentOutput(output, fail));
     handling = false;
-    // RxJS routes the operators' throws to `error`; anything else that throws fails the attempt, so the flags below
-    // need no restoring on the way out.
     const handle = (value: unknown) => {
       handling = true;
       input.next(value);
@@ -66,9 +66,7 @@ export class RxjsSegment implements HandlerOperatorSpec<unknown, unknown> {
     };
     // A record the check samples: its output is held until a fresh instance agreed with it.
     const checked = (value: unknown, check: ClosureStateCheck) => {
-      const live: unknown[] = (held = []);
-      handle(value);
-      held = undefined;
+      const live = hold(() => handle(value));
       check.verify(value, live);
       for (const emitted of live) {
         record.current = timestamp;
