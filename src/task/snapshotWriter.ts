@@ -5,7 +5,7 @@ import type { CheckpointStorage, KeyGroupRange, Scheduler } from '../core/types.
 import { yieldToEventLoop } from '../core/yieldToEventLoop.js';
 import { encodeFile } from '../storage/fileFormat.js';
 import { stateFileName, type OperatorStatePayload, type StateFileEntry } from '../storage/layout.js';
-import { CHUNK_ENTRIES, SLICE_ENTRIES, writeChunks, writeFlatChunks } from './keyedStateFiles.js';
+import { CHUNK_ENTRIES, PIECE_ENTRIES, writeChunks, writeFlatChunks } from './keyedStateFiles.js';
 
 /**
  * Where the task side writes one checkpoint's state, as the coordinator announces it when it triggers the checkpoint
@@ -156,7 +156,7 @@ export class SnapshotWriter {
           // Rich values go beside the file where the storage clones them, but never into a savepoint, which stays self-contained.
           const setAside = storage.writeStructured !== undefined && target.kind === 'checkpoint';
           if (changes === undefined && state.keyed.flatChunks === true) {
-            const pieces = state.keyed.materializeChunks(SLICE_ENTRIES);
+            const pieces = state.keyed.materializeChunks(PIECE_ENTRIES);
             written = await writeFlatChunks(pieces, { uid, subtask, range }, operator, CHUNK_ENTRIES, setAside, () => running.ended, write);
           } else {
             const chunks = (changes ?? state.keyed.materializeChunks).call(state.keyed, CHUNK_ENTRIES);
