@@ -1,6 +1,7 @@
 import { BarrierAligner } from '../task/barrierAligner.js';
 import { CancelCheckpointMarker, Watermark, WATERMARK_ACTIVE, WATERMARK_IDLE, type StreamElement } from '../core/elements.js';
-import { DirectObservable, endOnce, subscribeTo } from '../task/directObservable.js';
+import { DirectObservable, endOnce } from '../task/directObservable.js';
+import { feedAligner } from '../task/alignerInputs.js';
 import { JobDefinitionError } from '../core/errors.js';
 import { UserFunctionGuard } from '../core/userFunctionFailure.js';
 import { Flow } from '../core/flow.js';
@@ -124,22 +125,11 @@ export function operateMulti<R>(inputs: Flow<unknown>[], spec: MultiInputSpec<R>
             for (const [input, value, timestamp] of saved.inFlight!) guard.attempt(() => deliver(input, records.decode(value, 1), timestamp ?? undefined));
           });
         }
-        const stops = upstreams.map((upstream, input) => {
-          const push = (element: StreamElement<unknown>) => aligner.push(input, element, record.current);
-          return subscribeTo(upstream, {
-            next(element) {
-              if (!subscriber.closed) guard.call(push, element);
-            },
-            dropsAfterEnd: true,
-            error: (error) => subscriber.error(error),
-            complete: () => {
-              if (!subscriber.closed) aligner.end(input);
-            },
-          });
-        });
+        const pushElement = (input: number, element: StreamElement<unknown>) => aligner.push(input, element, record.current);
+        const stop = feedAligner(upstreams, aligner, subscriber, (input, element) => guard.call2(pushElement, input, element));
         return () => {
           subscriber.closed = true;
-          stops.forEach((stop) => stop());
+          stop();
           aligner.dispose();
           handler.dispose?.();
         };

@@ -3,7 +3,8 @@ import { CancelCheckpointMarker, Watermark, WATERMARK_ACTIVE, WATERMARK_IDLE, ty
 import type { CheckpointMode } from '../core/graph.js';
 import type { Scheduler } from '../core/types.js';
 import { BarrierAligner } from './barrierAligner.js';
-import { DirectObservable, endOnce, subscribeTo } from './directObservable.js';
+import { feedAligner } from './alignerInputs.js';
+import { DirectObservable, endOnce } from './directObservable.js';
 
 export interface SubtaskMergeOptions {
   readonly mode: CheckpointMode;
@@ -39,21 +40,10 @@ export function mergeSubtasks(subtasks: readonly Observable<StreamElement<unknow
       options.scheduler,
       undefined,
     );
-    const stops = subtasks.map((subtask, input) =>
-      subscribeTo(subtask, {
-        next(element) {
-          if (!subscriber.closed) aligner.push(input, element, undefined);
-        },
-        dropsAfterEnd: true,
-        error: (error) => subscriber.error(error),
-        complete: () => {
-          if (!subscriber.closed) aligner.end(input);
-        },
-      }),
-    );
+    const stop = feedAligner(subtasks, aligner, subscriber, (input, element) => aligner.push(input, element, undefined));
     return () => {
       subscriber.closed = true;
-      stops.forEach((stop) => stop());
+      stop();
       aligner.dispose();
     };
   });
