@@ -3,6 +3,7 @@ import { alignment } from './alignment';
 import { async } from './async';
 import { browser } from './browser';
 import { checkpointing } from './checkpointing';
+import { connectors } from './connectors';
 import { curves } from './curves';
 import { keyedReduce } from './keyedReduce';
 import { incremental } from './incremental';
@@ -36,6 +37,7 @@ const groups: Record<string, () => Promise<Result[]>> = {
   query,
   'rxjs-interop': rxjsInterop,
   async,
+  connectors,
   curves,
 };
 

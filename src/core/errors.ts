@@ -95,6 +95,14 @@ export class MalformedRecordError extends WeirError {
   override name = 'MalformedRecordError';
 }
 
+/**
+ * A connector's server refused an operation or did not answer (a publish not acknowledged, a stream that does not
+ * exist). The message names the server's resource (stream, subject, table), never the URL or credentials.
+ */
+export class ConnectorError extends WeirError {
+  override name = 'ConnectorError';
+}
+
 /** The input a source reads does not exist (a missing file). */
 export class SourceNotFoundError extends WeirError {
   override name = 'SourceNotFoundError';

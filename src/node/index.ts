@@ -3,3 +3,5 @@ export { fromFile } from './fromFile.js';
 export { toFile, fileSink } from './toFile.js';
 export { lmdbStateBackend, type LmdbStateBackendOptions } from '../state/lmdb/lmdbStateBackend.js';
 export { serveQueryableState, type QueryableStateServer, type QueryableStateServerOptions } from './queryableStateServer.js';
+export { natsSource, type NatsSourceOptions } from './connectors/nats/natsSource.js';
+export { natsSink, toNats, type NatsSinkOptions, type NatsMessagePosition } from './connectors/nats/natsSink.js';

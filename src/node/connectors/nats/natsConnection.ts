@@ -1,0 +1,40 @@
+import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
+import { connect, type NatsConnection, type NodeConnectionOptions } from '@nats-io/transport-node';
+
+/** How a NATS connector reaches its server: the client's own connection options (servers, user, pass, token, tls…). */
+export type NatsConnectOptions = NodeConnectionOptions;
+
+/** A connection opened on first use and shared by a connector's readers or writers, with its JetStream handles. */
+export interface LazyNatsConnection {
+  get(): Promise<{ connection: NatsConnection; js: JetStreamClient; jsm: JetStreamManager }>;
+  close(): Promise<void>;
+}
+
+/**
+ * Opens one connection per connector instance, on first use: a job definition builds its connectors before it runs
+ * (and a worker thread builds its own), so connecting in the factory would hold sockets for jobs never started. A
+ * failed connect is forgotten, so that the next attempt of the job connects again rather than reusing the failure.
+ */
+export function lazyNatsConnection(options: NatsConnectOptions): LazyNatsConnection {
+  let opened: Promise<{ connection: NatsConnection; js: JetStreamClient; jsm: JetStreamManager }> | undefined;
+  return {
+    get() {
+      if (opened) return opened;
+      const attempt = (async () => {
+        const connection = await connect({ name: 'weir', ...options });
+        return { connection, js: jetstream(connection), jsm: await jetstreamManager(connection) };
+      })();
+      opened = attempt;
+      attempt.catch(() => {
+        if (opened === attempt) opened = undefined;
+      });
+      return attempt;
+    },
+    async close() {
+      const current = opened;
+      opened = undefined;
+      const handles = await current?.catch(() => undefined);
+      await handles?.connection.close();
+    },
+  };
+}

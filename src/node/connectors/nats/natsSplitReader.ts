@@ -1,0 +1,110 @@
+import { DeliverPolicy, type Consumer, type JetStreamClient, type JsMsg } from '@nats-io/jetstream';
+import { ConnectorError, MalformedRecordError } from '../../../core/errors.js';
+import type { SourceReader } from '../../../core/types.js';
+
+/** What a split reader needs: where to read, from where, up to where, and how a message becomes a record. */
+export interface NatsSplitReading<T> {
+  readonly js: JetStreamClient;
+  /** `natsSource(stream)`, for messages. */
+  readonly name: string;
+  readonly stream: string;
+  /** The split's subject filter (its id). */
+  readonly subject: string;
+  /** The last stream sequence read; the reader starts at the one after it. */
+  readonly after: number;
+  /** The stream's last sequence when the job started: the split ends there. `null`: it never ends. */
+  readonly end: number | null;
+  /** Messages per pull, at most. */
+  readonly batch: number;
+  /** How long one pull waits for messages when none are there (ms, ≥ 1000: the client's floor). */
+  readonly expires: number;
+  readonly decode: (message: JsMsg) => T;
+  /** Sends a message that cannot be decoded on, with its reason; without it such a message fails the job. */
+  readonly deadLetter: ((message: JsMsg, reason: string) => Promise<void>) | undefined;
+}
+
+/**
+ * Reads one subject of a stream with an ordered consumer (JetStream's own gap-free reader: no acks, and it recreates
+ * itself at the next sequence when a delivery is missed), starting after the sequence a checkpoint saved. What is
+ * replayed is decided here, by `opt_start_seq`, never by the server's ack bookkeeping.
+ *
+ * Every pull asks for as many messages as the server said were left (`pending`), capped by `batch` and by what the
+ * engine asked for: a pull never waits for messages that are not there, and never brings more than the job takes
+ * (an unbounded pull floods the client and the server cuts it off as a slow consumer). With nothing left it asks for
+ * one message and waits up to `expires` for it, so an idle split still returns between reads for barriers.
+ */
+export function natsSplitReader<T>(reading: NatsSplitReading<T>): SourceReader<T> {
+  const { js, stream, subject, end, batch, expires } = reading;
+  // The last sequence returned to the engine: the offset a checkpoint saves.
+  let last = reading.after;
+  let consumer: Consumer | undefined;
+  // Messages the server holds beyond the last one delivered, for this subject; unknown until the first answer.
+  let pending: number | undefined;
+  let done = false;
+
+  const start = async (): Promise<Consumer> => {
+    const opened = await js.consumers.get(stream, { filter_subjects: subject, deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: last + 1 });
+    // The info the server answered the creation with: it counts the messages left from the start sequence on.
+    pending = (await opened.info(true)).num_pending;
+    return opened;
+  };
+
+  const close = async (): Promise<void> => {
+    done = true;
+    const current = consumer;
+    consumer = undefined;
+    // An ordered consumer is ephemeral: the server would drop it after its inactivity threshold anyway.
+    await current?.delete().catch(() => undefined);
+  };
+
+  return {
+    async read(max) {
+      if (done) return null;
+      consumer ??= await start().catch((cause: unknown) => {
+        throw new ConnectorError(`${reading.name}: cannot read subject '${subject}' of stream '${stream}' from sequence ${last + 1}: ${String(cause)}`, { cause });
+      });
+      if (end !== null && (pending === 0 || last >= end)) {
+        await close();
+        return null;
+      }
+      const wanted = pending ? Math.min(pending, batch, Math.max(1, max)) : 1;
+      const records: T[] = [];
+      // Advanced locally: a barrier may go out while this read awaits messages, and its offset must not cover
+      // records that reach the flow after it.
+      let read = last;
+      for await (const message of await consumer.fetch({ max_messages: wanted, expires })) {
+        if (end !== null && message.seq > end) {
+          done = true;
+          break;
+        }
+        pending = message.info.pending;
+        read = message.seq;
+        let record: T;
+        try {
+          record = reading.decode(message);
+        } catch (cause) {
+          await malformed(message, cause);
+          continue;
+        }
+        records.push(record);
+      }
+      last = read;
+      if (done) await close();
+      if (done && records.length === 0) return null;
+      return records;
+    },
+    offset: () => last,
+    close,
+  };
+
+  /** A message that cannot be decoded goes to the dead letter subject, or fails the read with an error naming it. */
+  async function malformed(message: JsMsg, cause: unknown): Promise<void> {
+    const reason = cause instanceof Error ? cause.message : String(cause);
+    if (reading.deadLetter) return reading.deadLetter(message, reason);
+    throw new MalformedRecordError(
+      `${reading.name}: message ${message.seq} of stream '${stream}' (split '${subject}') cannot be parsed: ${reason}; ` +
+        "fix the producer, or pass deadLetter: '<subject>' to send such messages there with their reason instead of failing",
+      { cause },
+    );
+  }
+}

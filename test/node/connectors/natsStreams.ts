@@ -1,0 +1,61 @@
+// What the NATS connector tests share: a connection to the loopback server, streams of their own (a random suffix)
+// removed after, and the messages a stream holds, read back with the raw client.
+import { randomBytes } from 'node:crypto';
+import { jetstream, jetstreamManager, type JetStreamManager, type StreamConfig } from '@nats-io/jetstream';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+
+export const NATS = '127.0.0.1:4222';
+
+export interface NatsStreams {
+  connection: NatsConnection;
+  jsm: JetStreamManager;
+  /** Creates a stream named `<prefix>_<random>` over `<name>.>`, deleted by `removeAll`; returns its name. */
+  create(prefix: string, config?: Partial<StreamConfig>): Promise<string>;
+  /** Publishes each `[subject, payload]` with an ack, in order. */
+  publish(messages: readonly (readonly [string, string])[]): Promise<void>;
+  /** Every message the stream holds, in sequence order. */
+  contents(stream: string): Promise<{ seq: number; subject: string; data: string; headers: Record<string, string> }[]>;
+  removeAll(): Promise<void>;
+}
+
+export async function natsStreams(): Promise<NatsStreams> {
+  const connection = await connect({ servers: NATS });
+  const jsm = await jetstreamManager(connection);
+  const js = jetstream(connection);
+  const created: string[] = [];
+  return {
+    connection,
+    jsm,
+    async create(prefix, config = {}) {
+      const name = `${prefix}_${randomBytes(4).toString('hex')}`;
+      await jsm.streams.add({ name, subjects: [`${name}.>`], ...config });
+      created.push(name);
+      return name;
+    },
+    async publish(messages) {
+      const window = 64;
+      for (let i = 0; i < messages.length; i += window) {
+        await Promise.all(messages.slice(i, i + window).map(([subject, data]) => js.publish(subject, data)));
+      }
+    },
+    async contents(stream) {
+      const { state } = await jsm.streams.info(stream);
+      const out: { seq: number; subject: string; data: string; headers: Record<string, string> }[] = [];
+      if (state.messages === 0) return out;
+      const consumer = await js.consumers.get(stream, {});
+      while (out.length < state.messages) {
+        for await (const m of await consumer.fetch({ max_messages: Math.min(1000, state.messages - out.length), expires: 5000 })) {
+          const headers: Record<string, string> = {};
+          for (const [key, values] of m.headers ?? []) headers[key] = values.join(',');
+          out.push({ seq: m.seq, subject: m.subject, data: m.string(), headers });
+        }
+      }
+      await consumer.delete().catch(() => undefined);
+      return out;
+    },
+    async removeAll() {
+      for (const name of created.splice(0)) await jsm.streams.delete(name).catch(() => undefined);
+      await connection.close();
+    },
+  };
+}
