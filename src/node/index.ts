@@ -3,3 +3,10 @@ export { fromFile } from './fromFile.js';
 export { toFile, fileSink } from './toFile.js';
 export { lmdbStateBackend, type LmdbStateBackendOptions } from '../state/lmdb/lmdbStateBackend.js';
 export { serveQueryableState, type QueryableStateServer, type QueryableStateServerOptions } from './queryableStateServer.js';
+export {
+  redisStreamSource,
+  type RedisStreamSourceOptions,
+  type RedisStreamEntry,
+  type RedisDeadLetter,
+} from './connectors/redis/redisStreamSource.js';
+export { redisStreamSink, type RedisStreamSinkOptions } from './connectors/redis/redisStreamSink.js';
