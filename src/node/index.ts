@@ -5,3 +5,10 @@ export { lmdbStateBackend, type LmdbStateBackendOptions } from '../state/lmdb/lm
 export { serveQueryableState, type QueryableStateServer, type QueryableStateServerOptions } from './queryableStateServer.js';
 export { natsSource, type NatsSourceOptions } from './connectors/nats/natsSource.js';
 export { natsSink, toNats, type NatsSinkOptions, type NatsMessagePosition } from './connectors/nats/natsSink.js';
+export {
+  redisStreamSource,
+  type RedisStreamSourceOptions,
+  type RedisStreamEntry,
+  type RedisDeadLetter,
+} from './connectors/redis/redisStreamSource.js';
+export { redisStreamSink, type RedisStreamSinkOptions } from './connectors/redis/redisStreamSink.js';
