@@ -4,14 +4,15 @@ import pg from 'pg';
 export type PostgresConnection = string | pg.PoolConfig;
 
 /**
- * A pool for `connection`. Errors of idle clients (the server restarted, a backend was terminated) are absorbed:
- * node-postgres emits them on the pool, and an unhandled 'error' event would end the process; the next query on a
- * fresh client reports the outage where it can be handled.
+ * A pool for `connection`. A connection's own errors (the server restarted, a backend was terminated) are absorbed:
+ * node-postgres emits them on the pool for an idle client and on the client for one in use, and an unhandled 'error'
+ * event would end the process; the query in flight rejects, and the next one reports the outage where it is handled.
  */
 export function openPool(connection: PostgresConnection, max: number): pg.Pool {
   const config = typeof connection === 'string' ? { connectionString: connection } : connection;
   const pool = new pg.Pool({ max, ...config });
   pool.on('error', () => undefined);
+  pool.on('connect', (client) => client.on('error', () => undefined));
   return pool;
 }
 
