@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createJob, fromArray, JobDefinitionError, sinkTo, type Json, type SinkWriter } from 'weir';
+import { createJob, JobDefinitionError, sinkTo, type Json, type SinkWriter } from 'weir';
 import { fsCheckpointStorage, postgresSink, PostgresRowError, PostgresSinkError, type PostgresSinkOptions } from 'weir/node';
 import { serverUp } from '../../support/servers';
 import { gatedArray, POSTGRES_URL, testSchema } from './postgresSupport';
@@ -292,7 +292,7 @@ describe.skipIf(!up)('postgresSink (prepared: two-phase commit)', () => {
     maxPrepared = Number((await db.rows<{ max_prepared_transactions: string }>('SHOW max_prepared_transactions'))[0]!.max_prepared_transactions);
     await db.sql(`CREATE TABLE ${db.schema}.sales (id int PRIMARY KEY, customer text NOT NULL, amount int NOT NULL)`);
   });
-  const open = (restoredState?: Json) =>
+  const open = async (restoredState?: Json): Promise<SinkWriter<Sale>> =>
     postgresSink<Sale>({ connection: POSTGRES_URL, table: `${db.schema}.sales`, columns: ['id', 'customer', 'amount'], transactions: 'prepared' })
       .open({ uid: 'out', restoredState, checkpointing: true, job: db.schema });
   const contents = () => db.rows(`SELECT id, customer, amount FROM ${db.schema}.sales ORDER BY id`);
