@@ -19,7 +19,8 @@ export interface SinkWriter<T> {
 /** Where records leave weir. Transactional sinks implement `snapshot`/`commit` on their writers. */
 export interface Sink<T> {
   readonly name: string;
-  open(context: { uid: string; restoredState: Json | undefined; checkpointing: boolean }): SinkWriter<T> | Promise<SinkWriter<T>>;
+  /** `job` names the running job, for sinks that key their progress in an external system by job and uid. */
+  open(context: { uid: string; restoredState: Json | undefined; checkpointing: boolean; job?: string }): SinkWriter<T> | Promise<SinkWriter<T>>;
   /** The job ended: `error` is why it failed for good, undefined when it finished, stopped or was cancelled. */
   ended?(error: unknown): void;
 }

@@ -12,3 +12,7 @@ export {
   type RedisDeadLetter,
 } from './connectors/redis/redisStreamSource.js';
 export { redisStreamSink, type RedisStreamSinkOptions } from './connectors/redis/redisStreamSink.js';
+export { postgresSink, type PostgresSinkOptions } from './connectors/postgres/postgresSink.js';
+export { postgresLookup, type PostgresLookup, type PostgresLookupOptions } from './connectors/postgres/postgresLookup.js';
+export { PostgresSinkError, PostgresRowError, PostgresLookupError } from './connectors/postgres/postgresErrors.js';
+export type { PostgresConnection } from './connectors/postgres/postgresConnection.js';

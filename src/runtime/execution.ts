@@ -231,6 +231,7 @@ export class Execution {
       uid: node.uid,
       restoredState: task.restoredOperatorState,
       checkpointing: this.options.coordinator !== undefined,
+      job: task.job,
     });
     this.writers.push(writer);
     // The sink ends its input's chain; a throw of its callback (forEach's function, a custom writer) is named
