@@ -62,7 +62,6 @@ export function operateMulti<R>(inputs: Flow<unknown>[], spec: MultiInputSpec<R>
         // The one way a throw of this operator's functions fails the attempt, named after the operator (as in a chain).
         const guard = UserFunctionGuard.of({ job: task.job, uid: task.uid, operator: spec.kind }, (error) => subscriber.error(error));
         const backend = keyed ? task.keyedBackend() : undefined;
-         
         const counters = task.counters ?? new OperatorCounters();
         const emit = (value: unknown) => {
           counters.emitted++;
