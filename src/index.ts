@@ -80,3 +80,5 @@ export {
 } from './query/queryErrors.js';
 export { mapAsync } from './operators/mapAsync/mapAsync.js';
 export type { MapAsyncOptions, AsyncRetryOptions } from './operators/mapAsync/mapAsyncOptions.js';
+export type { JobMetrics, OperatorMetrics } from './runtime/jobMetrics.js';
+export type { JobEvent, JobLogger } from './runtime/jobEvents.js';

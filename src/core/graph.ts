@@ -1,3 +1,4 @@
+import type { OperatorCounters } from './operatorCounters.js';
 import type { Observable } from 'rxjs';
 import type { CheckpointBarrier, OperatorWatermark, RecordTimestamp, StreamElement } from './elements.js';
 import type { AnyStateDescriptor, Json, KeyGroupRange, KeyedSnapshot, KeyedStateBackend, Key, Scheduler, Sink, Source } from './types.js';
@@ -51,6 +52,8 @@ export interface TaskContext {
   readonly alignment: { mode: CheckpointMode; alignedTimeout: number | undefined };
   /** Slows the attempt's sources while this task holds records it cannot process yet (shared by the attempt). */
   readonly backpressure: Backpressure;
+  /** Where this instance counts records for metrics; absent when nothing reads them (the test harness). */
+  readonly counters?: OperatorCounters;
 }
 
 /**

@@ -34,6 +34,11 @@ export interface KeyedStateBackend {
   /** Number of keys holding any state, for stats and tests. */
   keyCount(): number;
   /**
+   * How many entries (a key's value in one state and namespace) the backend holds, counted cheaply enough for a
+   * metrics scrape (no scan of the keys): approximate where the backend says so.
+   */
+  stateEntries?(): number;
+  /**
    * The keys holding a value of a registered state in `namespace` (`''` by default), in no particular order, for
    * queryable state and tools. Iterating may interleave with processing: keys written meanwhile may or may not show.
    */

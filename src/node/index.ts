@@ -16,3 +16,5 @@ export { postgresSink, type PostgresSinkOptions } from './connectors/postgres/po
 export { postgresLookup, type PostgresLookup, type PostgresLookupOptions } from './connectors/postgres/postgresLookup.js';
 export { PostgresSinkError, PostgresRowError, PostgresLookupError } from './connectors/postgres/postgresErrors.js';
 export type { PostgresConnection } from './connectors/postgres/postgresConnection.js';
+export { registerPrometheusMetrics, type MetricsSource } from './metrics/prometheusMetrics.js';
+export { WEIR_CHANNELS } from './diagnosticsChannel.js';

@@ -8,8 +8,8 @@ import { timingSafeEqual } from 'node:crypto';
 import { createServer } from 'node:http';
 import { parentPort, workerData } from 'node:worker_threads';
 
-/** @type {{ port: number, host: string, token: string | undefined, maxBodyBytes: number, queryTimeoutMs: number, headersTimeoutMs: number, requestTimeoutMs: number, keepAliveTimeoutMs: number, maxConnections: number, apiPrefix: string, errorStatus: Record<string, number> }} */
-const { port, host, token, maxBodyBytes, queryTimeoutMs, headersTimeoutMs, requestTimeoutMs, keepAliveTimeoutMs, maxConnections, apiPrefix, errorStatus } =
+/** @type {{ metrics: boolean, port: number, host: string, token: string | undefined, maxBodyBytes: number, queryTimeoutMs: number, headersTimeoutMs: number, requestTimeoutMs: number, keepAliveTimeoutMs: number, maxConnections: number, apiPrefix: string, errorStatus: Record<string, number> }} */
+const { port, host, token, maxBodyBytes, queryTimeoutMs, headersTimeoutMs, requestTimeoutMs, keepAliveTimeoutMs, maxConnections, apiPrefix, errorStatus, metrics } =
   workerData;
 const expected = token === undefined ? undefined : Buffer.from(`Bearer ${token}`);
 const jobThread = /** @type {import('node:worker_threads').MessagePort} */ (parentPort);
@@ -30,7 +30,8 @@ class HttpError extends Error {
 /** @param {import('node:http').ServerResponse} response @param {number} status @param {Record<string, string>} headers @param {string} body */
 function write(response, status, headers, body) {
   if (response.headersSent || response.destroyed) return;
-  response.writeHead(status, { ...headers, 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) });
+  // An answer may name its own type (the Prometheus text of /metrics); queries answer JSON.
+  response.writeHead(status, { 'content-type': 'application/json; charset=utf-8', ...headers, 'content-length': Buffer.byteLength(body) });
   response.end(body);
 }
 
@@ -44,6 +45,7 @@ function fail(request, response, error) {
 /** @param {string} pathname */
 function parseRoute(pathname) {
   if (pathname === apiPrefix || pathname === `${apiPrefix}/`) return { kind: 'states' };
+  if (metrics && pathname === '/metrics') return { kind: 'metrics' };
   const match = /^\/v1\/states\/([^/]+)\/(get|keys)$/.exec(pathname);
   if (!match) throw new HttpError('not-found', `no such endpoint ${pathname}; use ${apiPrefix}, ${apiPrefix}/<name>/get or ${apiPrefix}/<name>/keys`);
   try {
@@ -107,7 +109,7 @@ async function handle(request, response) {
   const route = parseRoute(url.pathname);
   if (method !== 'GET' && method !== 'POST') throw new HttpError('method-not-allowed', `${method} is not supported: this server is read-only (GET and POST)`, { allow: 'GET, POST' });
   const query =
-    route.kind === 'states'
+    route.kind === 'states' || route.kind === 'metrics'
       ? { route }
       : method === 'POST'
         ? { route, body: await readBody(request) }

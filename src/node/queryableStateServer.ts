@@ -5,6 +5,8 @@ import type { Key } from '../core/types.js';
 import { API_PREFIX, ERROR_STATUS, type ErrorBody, type ErrorCode } from '../query/queryProtocol.js';
 import { InvalidQueryError, QueryableStateUnavailableError, UnknownQueryableStateError } from '../query/queryErrors.js';
 import type { KeyPageOptions, QueryableStateReader } from '../query/stateQueries.js';
+import { Registry } from 'prom-client';
+import { registerPrometheusMetrics, type MetricsSource } from './metrics/prometheusMetrics.js';
 
 export interface QueryableStateServerOptions {
   /** Port to listen on; 0 picks a free one (see `url`). */
@@ -29,6 +31,12 @@ export interface QueryableStateServerOptions {
   maxConnections?: number;
   /** The rate limiter's clock, in ms; `performance.now` by default. */
   clock?: () => number;
+  /**
+   * Serves the job's metrics in the Prometheus text format at `GET /metrics` (behind the same token and rate limit):
+   * `true` for a registry of this job's metrics only, or a prom-client `Registry` to serve, to which the job's metrics
+   * are added (see `registerPrometheusMetrics`). Off by default.
+   */
+  metrics?: boolean | Registry;
 }
 
 export interface QueryableStateServer {
@@ -49,7 +57,7 @@ interface ForwardedQuery {
   readonly id: number;
   /** The client's address, for the rate limit. */
   readonly client: string;
-  readonly route: { kind: 'states' } | { kind: 'get' | 'keys'; name: string };
+  readonly route: { kind: 'states' } | { kind: 'metrics' } | { kind: 'get' | 'keys'; name: string };
   readonly params?: Record<string, unknown>;
   readonly body?: string;
 }
@@ -78,7 +86,7 @@ class QueryError extends Error {
  * // curl -H "Authorization: Bearer $WEIR_TOKEN" 'http://127.0.0.1:9870/v1/states/clicks-per-user/get?key=ada'
  * await server.close();
  */
-export async function serveQueryableState(running: QueryableStateReader, options: QueryableStateServerOptions): Promise<QueryableStateServer> {
+export async function serveQueryableState(running: QueryableStateReader & Partial<MetricsSource>, options: QueryableStateServerOptions): Promise<QueryableStateServer> {
   const { port, host = '127.0.0.1', token, maxBodyBytes = 16 * 1024, rateLimit = { requests: 2_000, perMs: 1_000 }, queryTimeoutMs = 10_000 } = options;
   // Node keeps an idle or slow socket for 60 s by default, and any number of them: a few hundred idle clients would
   // hold the server's descriptors and memory. These bound how long a connection may idle and how many there are.
@@ -95,6 +103,7 @@ export async function serveQueryableState(running: QueryableStateReader, options
   if (rateLimit !== false && !(rateLimit.requests > 0 && rateLimit.perMs > 0)) {
     throw new RangeError('serveQueryableState: rateLimit needs requests > 0 and perMs > 0 (or false for no limit)');
   }
+  const metrics = metricsRegistry(running, options.metrics);
   const limiter = rateLimit === false ? undefined : tokenBucket(rateLimit.requests, rateLimit.perMs, options.clock ?? (() => performance.now()));
 
   const answer = async (query: ForwardedQuery): Promise<{ status: number; headers: Record<string, string>; body: string }> => {
@@ -106,6 +115,7 @@ export async function serveQueryableState(running: QueryableStateReader, options
     }
     const { route } = query;
     if (route.kind === 'states') return ok({ states: running.queryableStates() });
+    if (route.kind === 'metrics') return { status: 200, headers: { 'content-type': metrics!.contentType, 'cache-control': 'no-store' }, body: await metrics!.metrics() };
     const body = query.body === undefined ? (query.params ?? {}) : parseBody(query.body);
     if (route.kind === 'get') {
       if (!('key' in body) || body.key === undefined) throw new QueryError('bad-request', `query of '${route.name}' needs a key`);
@@ -127,6 +137,7 @@ export async function serveQueryableState(running: QueryableStateReader, options
       keepAliveTimeoutMs,
       maxConnections,
       apiPrefix: API_PREFIX,
+      metrics: metrics !== undefined,
       errorStatus: ERROR_STATUS,
     },
   });
@@ -166,6 +177,17 @@ export async function serveQueryableState(running: QueryableStateReader, options
         worker.postMessage({ type: 'close' });
       })),
   };
+}
+
+/** The registry `/metrics` serves, with the job's metrics in it; undefined when metrics are off. */
+function metricsRegistry(running: Partial<MetricsSource>, option: boolean | Registry | undefined): Registry | undefined {
+  if (option === undefined || option === false) return undefined;
+  if (running.metrics === undefined) {
+    throw new TypeError('serveQueryableState: metrics needs a running job (job.start()), which has metrics; this reader has none');
+  }
+  const registry = option === true ? new Registry() : option;
+  registerPrometheusMetrics(running as MetricsSource, registry);
+  return registry;
 }
 
 /** A POST body: a superjson object. */

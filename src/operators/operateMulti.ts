@@ -3,6 +3,7 @@ import { CancelCheckpointMarker, Watermark, WATERMARK_ACTIVE, WATERMARK_IDLE, ty
 import { DirectObservable, endOnce } from '../task/directObservable.js';
 import { feedAligner } from '../task/alignerInputs.js';
 import { JobDefinitionError } from '../core/errors.js';
+import { OperatorCounters } from '../core/operatorCounters.js';
 import { UserFunctionGuard } from '../core/userFunctionFailure.js';
 import { Flow } from '../core/flow.js';
 import type { KeySelector, TaskContext } from '../core/graph.js';
@@ -62,8 +63,12 @@ export function operateMulti<R>(inputs: Flow<unknown>[], spec: MultiInputSpec<R>
         // The one way a throw of this operator's functions fails the attempt, named after the operator (as in a chain).
         const guard = UserFunctionGuard.of({ job: task.job, uid: task.uid, operator: spec.kind }, (error) => subscriber.error(error));
         const backend = keyed ? task.keyedBackend() : undefined;
-        // eslint-disable-next-line @typescript-eslint/unbound-method -- endOnce's observer never uses `this`
-        const handler = guard.attempt(() => spec.setup(task, subscriber.next, guard.fail, backend));
+        const counters = task.counters ?? new OperatorCounters();
+        const emit = (value: unknown) => {
+          counters.emitted++;
+          subscriber.next(value);
+        };
+        const handler = guard.attempt(() => spec.setup(task, emit, guard.fail, backend));
         if (handler === undefined) return () => undefined;
         const deliver = (input: number, value: unknown, timestamp: number | undefined) => {
           record.current = timestamp;
@@ -73,6 +78,7 @@ export function operateMulti<R>(inputs: Flow<unknown>[], spec: MultiInputSpec<R>
             if (typeof key !== 'string') checkKey(key, task.uid);
             backend.setCurrentKey(key);
           }
+          counters.recordsIn++;
           handler.onRecord(input, value);
         };
         const aligner = new BarrierAligner(

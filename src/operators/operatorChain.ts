@@ -2,6 +2,7 @@ import type { Observable } from 'rxjs';
 import { DirectObservable, endOnce, subscribeTo, type ClosableObserver, type DirectObserver } from '../task/directObservable.js';
 import { CheckpointBarrier, ControlElement, SideOutputElement, Watermark, type StreamElement } from '../core/elements.js';
 import type { TaskContext } from '../core/graph.js';
+import { OperatorCounters } from '../core/operatorCounters.js';
 import { UserFunctionGuard } from '../core/userFunctionFailure.js';
 import type { FusedRecordFunction, OperatorHandler, OperatorSpec } from './operatorSpec.js';
 
@@ -59,10 +60,15 @@ function runChain(
   const handlers: OperatorHandler<unknown>[] = [];
   // Handlers are released in flow order, as the nested subscriptions of unchained operators were.
   const dispose = () => handlers.forEach((handler) => handler.dispose?.());
-  let downstream: Downstream = end;
+  let downstream: Downstream = countEmitted(end, operators[operators.length - 1]!.task.counters);
+  // An operator's records out are the records in of the operator chained after it: one increment per record.
+  let after: OperatorCounters | undefined;
   // Set up from the end, as unchained operators were (each subscribed to its input after its own setup).
   for (let i = operators.length - 1; i >= 0; i--) {
-    const link = linkOperator(operators[i]!, downstream, end);
+    const { counters } = operators[i]!.task;
+    if (counters !== undefined) counters.countedBy = after;
+    after = counters;
+    const link = linkOperator(operators[i]!, downstream, end, counters ?? UNCOUNTED);
     if (link === undefined) return dispose;
     handlers.unshift(link.handler);
     downstream = link;
@@ -86,6 +92,23 @@ function runChain(
   };
 }
 
+/** Where records go when nothing reads the counts (the test harness gives its tasks no counters). */
+const UNCOUNTED = new OperatorCounters();
+
+/** The chain's end, counting the records its last operator emits (control elements are not records). */
+function countEmitted(end: ChainEnd, counters: OperatorCounters | undefined): Downstream {
+  if (counters === undefined) return end;
+  // eslint-disable-next-line @typescript-eslint/unbound-method -- endOnce's observer never uses `this`
+  const { next } = end;
+  return {
+    next(element) {
+      if (!(element instanceof ControlElement)) counters.emitted++;
+      next(element);
+    },
+    complete: () => end.complete(),
+  };
+}
+
 /**
  * One operator's input, sending to `downstream`. What the operator emits goes straight to the next operator's
  * input, one call per record and operator; each input drops what reaches it once the chain failed or was torn down.
@@ -96,13 +119,14 @@ function linkOperator(
   { task, spec }: ChainedOperator,
   downstream: Downstream,
   end: ChainEnd,
+  counters: OperatorCounters,
 ): (Downstream & { handler: OperatorHandler<unknown> }) | undefined {
   // The functions a record goes through are read once here: this code is shared by every operator of every job, so
   // a property read per record would be megamorphic (handlers and links are closures and never use `this`).
   // eslint-disable-next-line @typescript-eslint/unbound-method -- see above: observers here never use `this`
   const { next: sendOn } = downstream;
   const guard = UserFunctionGuard.of({ job: task.job, uid: task.uid, operator: spec.kind }, (error) => end.error(error));
-  if (spec.fused !== undefined) return fusedLink(task, spec.fused, downstream, end, guard);
+  if (spec.fused !== undefined) return fusedLink(task, spec.fused, downstream, end, guard, counters);
   const handler = guard.attempt(() => spec.setup(task, sendOn, guard.fail));
   if (handler === undefined) return undefined;
   // eslint-disable-next-line @typescript-eslint/unbound-method -- handlers are closures (see above)
@@ -112,8 +136,9 @@ function linkOperator(
     handler,
     next(element) {
       if (end.closed) return;
-      if (element instanceof ControlElement) onControl(element);
-      else guard.call(onRecord, element);
+      if (element instanceof ControlElement) return onControl(element);
+      counters.recordsIn++;
+      guard.call(onRecord, element);
     },
     complete() {
       if (onComplete !== undefined) guard.attempt(onComplete);
@@ -164,6 +189,7 @@ function fusedLink(
   downstream: Downstream,
   end: ChainEnd,
   guard: UserFunctionGuard,
+  counters: OperatorCounters,
 ): Downstream & { handler: OperatorHandler<unknown> } {
   // eslint-disable-next-line @typescript-eslint/unbound-method -- observers here never use `this` (see linkOperator)
   const { next: sendOn } = downstream;
@@ -180,6 +206,7 @@ function fusedLink(
       next(element) {
         if (end.closed) return;
         if (element instanceof ControlElement) return onControl(element);
+        counters.recordsIn++;
         let keep: boolean;
         try {
           keep = predicate(element);
@@ -197,6 +224,7 @@ function fusedLink(
     next(element) {
       if (end.closed) return;
       if (element instanceof ControlElement) return onControl(element);
+      counters.recordsIn++;
       let value: unknown;
       try {
         value = project(element);

@@ -20,6 +20,7 @@ import type { OperatorSpec } from '../operators/operatorSpec.js';
 import { OperatorChain } from '../operators/operatorChain.js';
 import type { Json, KeyedStateBackend, Scheduler, SinkWriter, SourceReader, StateBackend } from '../core/types.js';
 import { AttemptBackends } from './attemptBackends.js';
+import type { JobMetricsRecorder } from './jobMetrics.js';
 
 export interface ExecutionOptions {
   graph: JobGraph;
@@ -34,6 +35,8 @@ export interface ExecutionOptions {
   restored: LoadedCheckpoint | undefined;
   /** True when restoring a persisted checkpoint at job start, false for a restart within this process. */
   restoringAtStart: boolean;
+  /** Keeps the tasks' counters for metrics, across attempts. */
+  metrics?: JobMetricsRecorder;
 }
 
 /**
@@ -219,6 +222,7 @@ export class Execution {
         backpressure: this.backpressure,
         snapshot: (barrier, position, forward) => task.snapshot(barrier, () => ({ operator: { offset: position } }), forward),
         finished: () => this.onSourceFinished(),
+        counters: task.counters,
       });
       this.runners.push(runner);
       this.runnerSources.set(runner, { uid: node.uid, operator: node.source!.name });
@@ -274,6 +278,7 @@ export class Execution {
       keyedBackend: () => (backend ??= this.backends.open(node, index, range)),
       decline: (id, by) => coordinator?.decline(id, { uid: node.uid, subtask: index }, by),
       snapshot: (barrier, capture, forward, alignment) => this.snapshots.snapshot(barrier.id, { uid: node.uid, subtask: index, range }, capture, forward, alignment),
+      counters: this.options.metrics?.task(node.uid, index, this.watermarkOf(node.uid), () => backend),
     };
   }
 

@@ -11,11 +11,12 @@ import { DEFAULT_MAX_PARALLELISM } from '../core/keyGroups.js';
 import { restartStrategy, type RestartStrategy, type RestartStrategyOptions } from './restartStrategy.js';
 import { RestoreSelection, type RestoreFrom } from './restoreSelection.js';
 import { RunningJob } from './runningJob.js';
+import type { JobLogger } from './jobEvents.js';
 import type { CheckpointStorage, Scheduler, Source, StateBackend } from '../core/types.js';
 import { DEFAULT_CHUNK_SIZE } from '../core/yieldToEventLoop.js';
 
 /** The names `JobOptions`, `CheckpointOptions` and `StartOptions` take (checked in plain JS too). */
-const JOB_OPTIONS = ['name', 'stateBackend', 'checkpoints', 'restart', 'maxParallelism', 'parallelism', 'scheduler', 'chunkSize', 'onWarning'];
+const JOB_OPTIONS = ['name', 'stateBackend', 'checkpoints', 'restart', 'maxParallelism', 'parallelism', 'scheduler', 'chunkSize', 'onWarning', 'logger'];
 const CHECKPOINT_OPTIONS = [
   'storage',
   'interval',
@@ -98,6 +99,13 @@ export interface JobOptions {
   chunkSize?: number;
   /** Where warnings go (a checkpoint skipped on restore, …); `console.warn` by default. */
   onWarning?: (message: string) => void;
+  /**
+   * A pino-compatible logger (`{ debug, info, warn, error }` taking an object and a message) that gets a line per job
+   * event: start, restore, restart (warn, with the cause as `err`), checkpoint completed (debug), failed or aborted
+   * (warn, with the reason), savepoint, stop. weir logs nothing without one.
+   * @example createJob({ name: 'clicks', logger: pino({ level: 'debug' }) })
+   */
+  logger?: JobLogger;
 }
 
 export interface StartOptions {
@@ -160,6 +168,10 @@ export class Job {
     const parallelism = options.parallelism ?? 1;
     if (!(Number.isInteger(parallelism) && parallelism >= 1 && parallelism <= max)) {
       throw new JobDefinitionError(`job '${options.name}': parallelism must be an integer from 1 to maxParallelism (${max}), got ${parallelism}`);
+    }
+    const { logger } = options;
+    if (logger !== undefined && !(['debug', 'info', 'warn', 'error'] as const).every((level) => typeof logger?.[level] === 'function')) {
+      throw new JobDefinitionError(`job '${options.name}': logger must have debug, info, warn and error methods (a pino logger, or one with the same methods)`);
     }
     this.graph = new JobGraph(options.name, parallelism);
   }
@@ -234,6 +246,7 @@ export class Job {
       storage,
       lock: storage?.lock ? () => storage.lock!(name) : undefined,
       restartStrategy: this.restartStrategy,
+      logger: this.options.logger,
       execution: {
         graph: this.graph,
         scheduler,

@@ -9,6 +9,9 @@ import { StateQueries, type KeyPage, type KeyPageOptions, type QueryableStateRea
 import type { QueryableStateInfo } from '../query/queryableStateRegistry.js';
 import type { RestartStrategy } from './restartStrategy.js';
 import type { CheckpointLock, CheckpointStorage, Key, Scheduler } from '../core/types.js';
+import { JobEvents, type JobLogger } from './jobEvents.js';
+import { JobMetricsRecorder, type JobMetrics } from './jobMetrics.js';
+import { reportToOpenTelemetry } from './openTelemetryMetrics.js';
 import { describeRestore, type JobResult, type RestoredFrom } from './jobResult.js';
 
 export type { JobResult, RestoredFrom } from './jobResult.js';
@@ -34,6 +37,8 @@ export interface RunSetup {
   /** Takes the storage's lock on the job's directory for the whole run (storages with `lock` only). */
   lock?: () => Promise<CheckpointLock>;
   restartStrategy: RestartStrategy;
+  /** Where the job's events are logged (none by default). */
+  logger?: JobLogger;
   execution: Omit<ExecutionOptions, 'restored' | 'restoringAtStart'>;
   /** Finds the checkpoint to start from (and prepares the coordinator); undefined for a fresh start. */
   restoreAtStart(): Promise<LoadedCheckpoint | undefined>;
@@ -65,11 +70,29 @@ export class RunningJob implements QueryableStateReader {
   private readonly started: Promise<void>;
   private hasStarted = false;
   private markStarted!: () => void;
+  private readonly events: JobEvents;
+  private readonly recorder: JobMetricsRecorder;
 
   constructor(private readonly setup: RunSetup) {
     this.queries = new StateQueries(setup.job, setup.storage);
     this.started = new Promise<void>((resolve) => (this.markStarted = () => ((this.hasStarted = true), resolve())));
+    this.events = new JobEvents(setup.job, setup.logger, this.checkpoints$);
+    this.recorder = new JobMetricsRecorder(setup.job, setup.scheduler, () => this.restartCount, this.checkpoints$);
     this.done = this.run();
+    reportToOpenTelemetry(this.recorder, this.done);
+    this.done.then((result) => this.events.emit({ type: 'job:stop', job: setup.job, result }), (error: unknown) => this.events.emit({ type: 'job:stop', job: setup.job, error }));
+  }
+
+  /**
+   * The job's metrics now, read from counters the engine keeps: records in and out per operator, sources' busy, idle
+   * and backpressured time and lag, watermarks and their lag, state entries and bytes, checkpoint outcomes and the
+   * latest one's duration, size and alignment, restarts. `registerPrometheusMetrics` and OpenTelemetry read the same.
+   * @example
+   * const { operators, checkpoints } = running.metrics;
+   * for (const o of operators) console.log(o.uid, o.recordsIn, o.recordsOut, o.watermarkLagMs);
+   */
+  get metrics(): JobMetrics {
+    return this.recorder.snapshot();
   }
 
   /**
@@ -243,14 +266,16 @@ export class RunningJob implements QueryableStateReader {
     const { setup } = this;
     const stopTimer = this.startCheckpointTimer();
     let lock: CheckpointLock | undefined;
+    this.events.emit({ type: 'job:start', job: setup.job });
     try {
       // Before anything is read: a second run on the same directory would delete the first one's checkpoints.
       lock = await setup.lock?.();
       const startedFrom = await setup.restoreAtStart();
       this.startedFrom = this.attemptFrom = describeRestore(startedFrom);
+      if (this.startedFrom) this.events.emit({ type: 'restore', job: setup.job, restoredFrom: this.startedFrom, restart: false });
       let restored = startedFrom;
       for (;;) {
-        const execution = new Execution({ ...setup.execution, restored, restoringAtStart: restored === startedFrom && this.restartCount === 0 });
+        const execution = new Execution({ ...setup.execution, metrics: this.recorder, restored, restoringAtStart: restored === startedFrom && this.restartCount === 0 });
         this.execution = execution;
         try {
           if (this.cancelled()) return this.result();
@@ -268,11 +293,13 @@ export class RunningJob implements QueryableStateReader {
           const delay = error instanceof JobDefinitionError ? undefined : setup.restartStrategy(this.restartCount + 1);
           if (delay === undefined) throw error;
           this.restartCount++;
+          this.events.emit({ type: 'restart', job: setup.job, restarts: this.restartCount, delayMs: delay, cause: error });
           await this.sleep(delay);
           if (this.cancelled()) return this.result();
           await setup.coordinator?.settled();
           restored = await setup.restoreAfterFailure(startedFrom);
           this.attemptFrom = describeRestore(restored);
+          if (this.attemptFrom) this.events.emit({ type: 'restore', job: setup.job, restoredFrom: this.attemptFrom, restart: true });
         }
       }
     } finally {

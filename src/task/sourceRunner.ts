@@ -1,4 +1,5 @@
 import { CancelCheckpointMarker, MAX_WATERMARK, type CheckpointBarrier, type StreamElement } from '../core/elements.js';
+import { OperatorCounters } from '../core/operatorCounters.js';
 import type { DirectObserver } from './directObservable.js';
 import type { Json, SourceReader } from '../core/types.js';
 import { yieldToEventLoop } from '../core/yieldToEventLoop.js';
@@ -14,7 +15,15 @@ export interface SourceRunnerHooks {
   snapshot(barrier: CheckpointBarrier, offset: Json, forward: () => void): void;
   /** The input is exhausted (or the job is stopping): the job decides when the flow ends. */
   finished(): void;
+  /** Where the runner counts the records it emits and the time it is busy, idle and backpressured, for metrics. */
+  readonly counters?: OperatorCounters;
 }
+
+/**
+ * The thread's clock for busy, idle and backpressured time: wall time spent, not event or scheduler time, read twice
+ * per chunk at most (so never per record).
+ */
+const now = () => performance.now();
 
 /**
  * Drives one source for one attempt: reads a chunk, emits it synchronously, yields to the event loop, repeats.
@@ -32,7 +41,12 @@ export class SourceRunner<T> {
     private readonly reader: SourceReader<T>,
     private readonly subscriber: DirectObserver<StreamElement<T>>,
     private readonly hooks: SourceRunnerHooks,
-  ) {}
+  ) {
+    const { counters } = hooks;
+    if (counters === undefined) return;
+    counters.source = true;
+    if (reader instanceof ArrayReader) counters.lag = () => reader.end - reader.index;
+  }
 
   inject(barrier: CheckpointBarrier): void {
     this.barriers.push(barrier);
@@ -71,6 +85,7 @@ export class SourceRunner<T> {
 
   async run(): Promise<void> {
     const { reader, subscriber, hooks } = this;
+    const counters = hooks.counters ?? UNCOUNTED;
     let reading: Promise<T[] | null> | undefined;
     while (!this.stopped) {
       if (this.emitBarriers()) return;
@@ -81,18 +96,25 @@ export class SourceRunner<T> {
       const pressure = hooks.backpressure?.released();
       if (pressure !== undefined) {
         // Barriers and cancellation markers go in while the runner waits, as while it waits for input.
+        const pausedAt = now();
         await Promise.race([pressure, this.sleep()]);
+        counters.backpressuredMs += now() - pausedAt;
         continue;
       }
       if (reader instanceof ArrayReader) {
-        if (this.emitInPlace(reader as ArrayReader<T>)) await yieldToEventLoop();
+        const busyAt = now();
+        const emitted = this.emitInPlace(reader as ArrayReader<T>, counters);
+        counters.busyMs += now() - busyAt;
+        if (emitted) await yieldToEventLoop();
         continue;
       }
       let batch: T[] | null | Promise<T[] | null> = reading ?? reader.read(hooks.chunkSize);
       if (batch instanceof Promise) {
         reading = batch;
+        const waitingAt = now();
         // A barrier that arrives while the source waits for input goes out at once (no record is half-emitted).
         const woken = await Promise.race([batch, this.sleep().then(() => WOKEN)]);
+        counters.idleMs += now() - waitingAt;
         if (woken === WOKEN) continue;
         batch = woken as T[] | null;
       }
@@ -102,13 +124,16 @@ export class SourceRunner<T> {
         this.endOfInput();
         continue;
       }
+      const busyAt = now();
+      counters.emitted += batch.length;
       for (let i = 0; i < batch.length; i++) subscriber.next(batch[i]!);
+      counters.busyMs += now() - busyAt;
       await yieldToEventLoop();
     }
   }
 
   /** Emits the next chunk of an in-memory reader straight from its array; false at the end of input. */
-  private emitInPlace(reader: ArrayReader<T>): boolean {
+  private emitInPlace(reader: ArrayReader<T>, counters: OperatorCounters): boolean {
     const { records, index: start } = reader;
     if (start >= reader.end) {
       this.endOfInput();
@@ -117,6 +142,7 @@ export class SourceRunner<T> {
     const end = Math.min(start + this.hooks.chunkSize, reader.end);
     // The offset covers the whole chunk before it is emitted, as after a `read`.
     reader.index = end;
+    counters.emitted += end - start;
     const subscriber = this.subscriber;
     for (let i = start; i < end; i++) subscriber.next(records[i]!);
     return true;
@@ -157,3 +183,6 @@ export class SourceRunner<T> {
 }
 
 const WOKEN = Symbol('woken');
+
+/** Where a runner counts when nothing reads the counts. */
+const UNCOUNTED = new OperatorCounters();

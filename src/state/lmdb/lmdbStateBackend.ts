@@ -307,6 +307,15 @@ class LmdbKeyedStateBackend implements KeyedStateBackend, RowStore {
     return value === undefined ? undefined : (copyValue(value) as STORED);
   }
 
+  /**
+   * LMDB's own count of rows (O(1)): one per entry, map entry or list, approximate in that writes still in the write
+   * buffers are not in it yet and a few bookkeeping rows are.
+   */
+  stateEntries(): number {
+    this.checkOpen();
+    return (this.db.getStats() as { entryCount: number }).entryCount;
+  }
+
   keyCount(): number {
     this.checkOpen();
     // Rows whose newest write LMDB may not hold yet are counted from the write buffers instead.
