@@ -111,8 +111,8 @@ function writer<T>(publisher: Publisher, run: string, toMessage: (record: T) => 
     },
     commit(checkpointId) {
       return enqueue(async () => {
-        // Shifted only once published: a failed commit leaves its transactions in every later checkpoint, and the
-        // next completed checkpoint (or a restore) publishes them again, the stream dropping what it already has.
+        // Shifted only once published: a failed commit fails the attempt, and the restore publishes the transactions
+        // again from the checkpoint, the stream dropping the messages it already has.
         while (uncommitted[0] !== undefined && uncommitted[0].id <= checkpointId) {
           await publish(publisher, uncommitted[0].txn);
           uncommitted.shift();
