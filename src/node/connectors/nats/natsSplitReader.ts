@@ -127,8 +127,11 @@ export function natsSplitReader<T>(reading: NatsSplitReading<T>): SourceReader<T
       // records that reach the flow after it.
       last = result.read;
       if (result.failed !== undefined) {
-        // The ordered consumer recreates itself at the next sequence on the next pull; the server is given
-        // `patience` ms in all to come back before the read fails the attempt.
+        // A fresh consumer from the sequence after the last one returned: the failed one may have taken messages
+        // this read never yielded, and would go on after them. The server is given `patience` ms in all to come
+        // back before the read fails the attempt.
+        void consumer?.delete().catch(() => undefined);
+        consumer = undefined;
         if (++failures * expires > patience) {
           throw new ConnectorError(
             `${reading.name}: reading subject '${subject}' of stream '${stream}' failed ${failures} times in a row, the last at sequence ${last + 1}: ` +
