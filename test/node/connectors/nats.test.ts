@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { collect, createJob, fromArray, keyBy, map, memoryCheckpointStorage, reduce, MalformedRecordError, type RunningJob } from 'weir';
+import { collect, createJob, fromArray, keyBy, map, memoryCheckpointStorage, reduce, ConnectorError, MalformedRecordError, type RunningJob } from 'weir';
 import { natsSink, natsSource, toNats } from 'weir/node';
 import { serverUp } from '../../support/servers';
 import { NATS, natsStreams, type NatsStreams } from './natsStreams';
@@ -162,6 +162,34 @@ describe.skipIf(!up)('natsSink', () => {
     expect(contents.map((m) => JSON.parse(m.data) as Event)).toEqual(Array.from({ length: 500 }, (_, i) => ({ i })));
     expect(contents.map((m) => m.subject)).toEqual(Array.from({ length: 500 }, (_, i) => `${stream}.${i % 2}`));
     expect(new Set(contents.map((m) => m.headers['Nats-Msg-Id'])).size).toBe(500);
+  });
+
+  it('fails the checkpoints, not the job, while no stream takes its messages, and publishes them once one does', { timeout: 60_000 }, async () => {
+    // A stream that does not capture the sink's subject yet: every publish is refused, as when the server is gone.
+    const name = await nats.create('weir_outage');
+    await nats.jsm.streams.update(name, { subjects: [`${name}.elsewhere`] });
+    const sink = natsSink<Event>({ servers: NATS, subject: () => `${name}.out` });
+    try {
+      const writer = await sink.open({ uid: 'out', restoredState: undefined, checkpointing: true });
+      for (let i = 0; i < 5; i++) writer.write({ i });
+      await writer.snapshot!(1);
+      // The commit of a completed checkpoint that cannot publish does not fail the attempt…
+      await writer.commit!(1);
+      for (let i = 5; i < 8; i++) writer.write({ i });
+      // …the next checkpoint fails instead (counted against tolerableFailures), its records held with the others.
+      const failed = await Promise.resolve(writer.snapshot!(2)).then(() => undefined, (e: unknown) => e);
+      expect(failed).toBeInstanceOf(ConnectorError);
+      expect((failed as Error).message).toMatch(/checkpoint 2 fails: the records of checkpoint 1 are still not published/);
+      expect(await nats.contents(name)).toEqual([]);
+
+      await nats.jsm.streams.update(name, { subjects: [`${name}.>`] });
+      await writer.snapshot!(3);
+      expect((await nats.contents(name)).map((m) => JSON.parse(m.data) as Event)).toEqual(Array.from({ length: 5 }, (_, i) => ({ i })));
+      await writer.commit!(3);
+      expect((await nats.contents(name)).map((m) => JSON.parse(m.data) as Event)).toEqual(Array.from({ length: 8 }, (_, i) => ({ i })));
+    } finally {
+      sink.ended?.(undefined);
+    }
   });
 
   it('holds records until the checkpoint completes, and a replayed commit is deduplicated by the stream', { timeout: 60_000 }, async () => {

@@ -21,7 +21,8 @@ export function lazyNatsConnection(options: NatsConnectOptions): LazyNatsConnect
     get() {
       if (opened) return opened;
       const attempt = (async () => {
-        const connection = await connect({ name: 'weir', ...options });
+        // Reconnecting for ever by default: the readers and writers decide when an outage has lasted too long.
+        const connection = await connect({ name: 'weir', maxReconnectAttempts: -1, ...options });
         return { connection, js: jetstream(connection), jsm: await jetstreamManager(connection) };
       })();
       opened = attempt;

@@ -90,14 +90,24 @@ function writer<T>(publisher: Publisher, run: string, toMessage: (record: T) => 
   // Transactions held by checkpoints not yet completed (or not yet published), oldest first.
   const uncommitted: { id: number; txn: Transaction }[] = [];
   let lastCheckpoint = 0;
-  // Publishing runs one commit at a time, so that a stream's messages keep the order of the checkpoints.
+  // The newest completed checkpoint, and why publishing its transactions failed (undefined: it did not).
+  let completed = 0;
+  let failure: unknown;
+  // Publishing runs one task at a time, so that a stream's messages keep the order of the checkpoints.
   let queue: Promise<unknown> = Promise.resolve();
-  const enqueue = (task: () => Promise<void>): Promise<void> => {
+  const enqueue = <R>(task: () => Promise<R>): Promise<R> => {
     const result = queue.then(task);
     queue = result.catch(() => undefined);
     return result;
   };
-  const state = (): NatsSinkState => ({ run, pending: uncommitted.map(({ txn }) => txn) });
+  // Shifted only once published, so that every checkpoint taken meanwhile holds them too.
+  const publishCompleted = async (): Promise<void> => {
+    while (uncommitted[0] !== undefined && uncommitted[0].id <= completed) {
+      await publish(publisher, uncommitted[0].txn);
+      uncommitted.shift();
+    }
+    failure = undefined;
+  };
 
   return {
     write(record) {
@@ -107,17 +117,25 @@ function writer<T>(publisher: Publisher, run: string, toMessage: (record: T) => 
       lastCheckpoint = checkpointId;
       if (records.length > 0) uncommitted.push({ id: checkpointId, txn: { checkpoint: String(checkpointId), records } });
       records = [];
-      return state();
+      const state: NatsSinkState = { run, pending: uncommitted.map(({ txn }) => txn) };
+      if (failure === undefined) return state;
+      // The last commit could not publish (the server gone, say): this checkpoint fails unless publishing works now,
+      // so an outage fails checkpoints, within `tolerableFailures`, not the job; the records stay held meanwhile.
+      return enqueue(async () => {
+        if (failure !== undefined) await publishCompleted();
+        return state;
+      }).catch((cause: unknown) => {
+        throw new ConnectorError(
+          `${publisher.name}: checkpoint ${checkpointId} fails: the records of checkpoint ${completed} are still not published (${String((cause as Error)?.message ?? cause)}); ` +
+            'they are held in the checkpoints and published once the server takes them',
+          { cause },
+        );
+      });
     },
     commit(checkpointId) {
-      return enqueue(async () => {
-        // Shifted only once published: a failed commit leaves its transactions in every later checkpoint, and the
-        // next completed checkpoint (or a restore) publishes them again, the stream dropping what it already has.
-        while (uncommitted[0] !== undefined && uncommitted[0].id <= checkpointId) {
-          await publish(publisher, uncommitted[0].txn);
-          uncommitted.shift();
-        }
-      });
+      completed = Math.max(completed, checkpointId);
+      // A failed publish does not fail the job here: the next barrier tries again, and fails its checkpoint if it must.
+      return enqueue(publishCompleted).catch((cause: unknown) => void (failure = cause));
     },
     finish() {
       // What follows the last checkpoint is published at the end of input under ids named after that checkpoint:

@@ -1,4 +1,5 @@
-import { DeliverPolicy, type Consumer, type JetStreamClient, type JsMsg } from '@nats-io/jetstream';
+import { setTimeout as delay } from 'node:timers/promises';
+import { DeliverPolicy, JetStreamApiCodes, JetStreamApiError, type Consumer, type JetStreamClient, type JsMsg } from '@nats-io/jetstream';
 import { ConnectorError, MalformedRecordError } from '../../../core/errors.js';
 import type { SourceReader } from '../../../core/types.js';
 
@@ -41,6 +42,9 @@ export function natsSplitReader<T>(reading: NatsSplitReading<T>): SourceReader<T
   // Messages the server holds beyond the last one delivered, for this subject; unknown until the first answer.
   let pending: number | undefined;
   let done = false;
+  // Failed pulls in a row, and how long (ms) they may go on failing before the read fails the attempt.
+  let failures = 0;
+  const patience = 60_000;
 
   const start = async (): Promise<Consumer> => {
     const opened = await js.consumers.get(stream, { filter_subjects: subject, deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: last + 1 });
@@ -57,22 +61,20 @@ export function natsSplitReader<T>(reading: NatsSplitReading<T>): SourceReader<T
     await current?.delete().catch(() => undefined);
   };
 
-  return {
-    async read(max) {
-      if (done) return null;
-      consumer ??= await start().catch((cause: unknown) => {
-        throw new ConnectorError(`${reading.name}: cannot read subject '${subject}' of stream '${stream}' from sequence ${last + 1}: ${String(cause)}`, { cause });
-      });
-      if (end !== null && (pending === 0 || last >= end)) {
-        await close();
-        return null;
-      }
-      const wanted = pending ? Math.min(pending, batch, Math.max(1, max)) : 1;
-      const records: T[] = [];
-      // Advanced locally: a barrier may go out while this read awaits messages, and its offset must not cover
-      // records that reach the flow after it.
-      let read = last;
-      for await (const message of await consumer.fetch({ max_messages: wanted, expires })) {
+  /**
+   * One pull of up to `wanted` messages. A failure of the client's (the server gone, the consumer lost in a server
+   * restart) ends the pull with what it read, reported as `failed`; errors of this reader's own (a malformed message)
+   * are thrown. A pull the server does not end in time (the connection is down: the client then waits for it to come
+   * back) is stopped, so that barriers still pass while the server is away.
+   */
+  const pull = async (current: Consumer, wanted: number): Promise<{ records: T[]; read: number; failed?: unknown }> => {
+    const records: T[] = [];
+    let read = last;
+    let own: unknown;
+    const messages = await current.fetch({ max_messages: wanted, expires });
+    const stuck = setTimeout(() => void messages.stop(new ConnectorError(`no answer to a pull within ${2 * expires + 1000} ms`)), 2 * expires + 1000);
+    try {
+      for await (const message of messages) {
         if (end !== null && message.seq > end) {
           done = true;
           break;
@@ -83,15 +85,68 @@ export function natsSplitReader<T>(reading: NatsSplitReading<T>): SourceReader<T
         try {
           record = reading.decode(message);
         } catch (cause) {
-          await malformed(message, cause);
+          await malformed(message, cause).catch((error: unknown) => {
+            own = error;
+            throw error;
+          });
           continue;
         }
         records.push(record);
       }
-      last = read;
+    } catch (error) {
+      if (error === own) throw error;
+      return { records, read, failed: error };
+    } finally {
+      clearTimeout(stuck);
+    }
+    return { records, read };
+  };
+
+  return {
+    async read(max) {
+      if (done) return null;
+      let result: { records: T[]; read: number; failed?: unknown };
+      try {
+        consumer ??= await start();
+        if (end !== null && (pending === 0 || last >= end)) {
+          await close();
+          return null;
+        }
+        result = await pull(consumer, pending ? Math.min(pending, batch, Math.max(1, max)) : 1);
+        // An empty pull: ask the server what is left, rather than trust a count from before (a restart may have
+        // reset the consumer, and a bounded split must not end while messages up to its end remain).
+        if (result.failed === undefined && result.records.length === 0 && !done) pending = (await consumer.info()).num_pending;
+      } catch (error) {
+        if (error instanceof MalformedRecordError || error instanceof ConnectorError) throw error;
+        if (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound) {
+          throw new ConnectorError(`${reading.name}: stream '${stream}' does not exist (reading split '${subject}' from sequence ${last + 1}); create it, or restore without this checkpoint`, { cause: error });
+        }
+        result = { records: [], read: last, failed: error };
+      }
+      // Advanced only here: a barrier may go out while this read awaits messages, and its offset must not cover
+      // records that reach the flow after it.
+      last = result.read;
+      if (result.failed !== undefined) {
+        // A fresh consumer from the sequence after the last one returned: the failed one may have taken messages
+        // this read never yielded, and would go on after them. The server is given `patience` ms in all to come
+        // back before the read fails the attempt.
+        void consumer?.delete().catch(() => undefined);
+        consumer = undefined;
+        if (++failures * expires > patience) {
+          throw new ConnectorError(
+            `${reading.name}: reading subject '${subject}' of stream '${stream}' failed ${failures} times in a row, the last at sequence ${last + 1}: ` +
+              `${String((result.failed as Error)?.message ?? result.failed)}; the job restarts from its last checkpoint by its restart strategy`,
+            { cause: result.failed },
+          );
+        }
+        // Not at once: a server that refuses at once would use the patience up in a moment.
+        if (result.records.length === 0) await delay(expires);
+        return result.records;
+      }
+      failures = 0;
       if (done) await close();
-      if (done && records.length === 0) return null;
-      return records;
+      if (done && result.records.length === 0) return null;
+      return result.records;
     },
     offset: () => last,
     close,

@@ -1,0 +1,106 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createJob, memoryCheckpointStorage } from 'weir';
+import { natsSource, toNats } from 'weir/node';
+
+// A NATS server that goes away and comes back: a server of this test's own (the machine's nats-server binary on a free
+// port, its store in a temporary directory), so that killing it disturbs no other test. A job reading one stream and
+// publishing to another keeps running through the outage and, once the server is back, goes on from where it was:
+// every record published once.
+
+const BINARY = '/usr/sbin/nats-server';
+const present = existsSync(BINARY);
+if (!present) console.warn(`\n!!!! NATS OUTAGE TEST SKIPPED: ${BINARY} is not installed\n`);
+
+const freePort = (): Promise<number> =>
+  new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+
+describe.skipIf(!present)('NATS server outage', () => {
+  let dir = '';
+  let port = 0;
+  let server: ChildProcess | undefined;
+  let admin: NatsConnection | undefined;
+  const start = () => {
+    server = spawn(BINARY, ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', dir], { stdio: 'ignore' });
+  };
+  const kill = () =>
+    new Promise<void>((resolve) => {
+      const killed = server!;
+      killed.once('exit', () => resolve());
+      killed.kill('SIGKILL');
+    });
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'weir-nats-outage-'));
+    port = await freePort();
+    start();
+    admin = await connect({ servers: `127.0.0.1:${port}`, waitOnFirstConnect: true, maxReconnectAttempts: -1, reconnectTimeWait: 100 });
+  }, 60_000);
+  afterAll(async () => {
+    await admin?.close();
+    if (server && server.exitCode === null && server.signalCode === null) await kill();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('keeps the job running while the server is away, then goes on with every record published once', { timeout: 240_000 }, async () => {
+    const servers = `127.0.0.1:${port}`;
+    const jsm = await jetstreamManager(admin!);
+    const js = jetstream(admin!);
+    await jsm.streams.add({ name: 'IN', subjects: ['IN.>'] });
+    await jsm.streams.add({ name: 'OUT', subjects: ['OUT.>'], duplicate_window: 10 * 60 * 1e9 });
+    const publish = async (from: number, to: number) => {
+      for (let i = from; i < to; i++) await js.publish('IN.orders', JSON.stringify({ i }));
+    };
+    /** Messages in OUT, or -1 while the server does not answer. */
+    const published = () => jsm.streams.info('OUT').then((info) => info.state.messages, () => -1);
+    await publish(0, 100);
+
+    const job = createJob({ name: 'nats-outage', checkpoints: { storage: memoryCheckpointStorage(), interval: 100, tolerableFailures: 1_000, timeout: 30_000 } });
+    job
+      .source(natsSource<{ i: number }>({ servers, stream: 'IN', bounded: false }), { uid: 'in' })
+      .pipe(toNats<{ i: number }>({ servers, subject: () => 'OUT.copy' }, { uid: 'out' }));
+    const running = job.start();
+    let failed: unknown;
+    running.done.catch((error: unknown) => (failed = error));
+    // Each step waits on a checkpoint (which may fail while the server is away), never on a clock.
+    const checkpointUntil = async (done: () => Promise<boolean>) => {
+      while (!(await done())) {
+        expect(failed).toBeUndefined();
+        await running.checkpoint().catch(() => undefined);
+      }
+    };
+    await checkpointUntil(async () => (await published()) === 100);
+
+    await kill();
+    // A checkpoint while the server is away: it may fail, the job does not.
+    await running.checkpoint().catch(() => undefined);
+    expect(failed).toBeUndefined();
+    start();
+    // Published once the connection is back: the client retries until the server takes it.
+    await checkpointUntil(async () => (await published()) >= 0);
+    await publish(100, 150);
+    await checkpointUntil(async () => (await published()) >= 150);
+    await running.stop();
+    expect(failed).toBeUndefined();
+
+    const out = await js.consumers.get('OUT');
+    const values: number[] = [];
+    for await (const m of await out.fetch({ max_messages: 150, expires: 5000 })) values.push(m.json<{ i: number }>().i);
+    expect(values).toEqual(Array.from({ length: 150 }, (_, i) => i));
+    expect((await jsm.streams.info('OUT')).state.messages).toBe(150);
+  });
+});
