@@ -143,7 +143,12 @@ function eventTime<T>(
     if (!Number.isFinite(time)) throw new RangeError(`its event time ${what} is not a time`);
     return time;
   };
-  if (typeof timestamp === 'function') return (value, _fields, entry) => valid(timestamp(value, entry), `${String(timestamp(value, entry))}`);
+  if (typeof timestamp === 'function') {
+    return (value, _fields, entry) => {
+      const time = timestamp(value, entry);
+      return valid(time, String(time));
+    };
+  }
   return (_value, fields) => {
     const raw = fields[timestamp];
     if (raw === undefined) throw new RangeError(`it has no field '${timestamp}' for its event time`);
