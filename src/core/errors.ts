@@ -103,26 +103,6 @@ export class ConnectorError extends WeirError {
   override name = 'ConnectorError';
 }
 
-/**
- * An entry of a broker stream (a Redis stream, say) that the source cannot turn into a record: its parse function
- * threw, or its event-time field is missing or not a time. The message names the stream, the entry id and the split;
- * give the source a `deadLetter` function to send such entries on with their reason instead of failing the job.
- */
-export class MalformedStreamEntryError extends MalformedRecordError {
-  override name = 'MalformedStreamEntryError';
-  /** The stream (key), the entry's id in it, and the id of the source split that read it. */
-  readonly stream: string;
-  readonly id: string;
-  readonly split: string;
-
-  constructor(message: string, where: { stream: string; id: string; split: string; cause?: unknown }) {
-    super(message, { cause: where.cause });
-    this.stream = where.stream;
-    this.id = where.id;
-    this.split = where.split;
-  }
-}
-
 /** The input a source reads does not exist (a missing file). */
 export class SourceNotFoundError extends WeirError {
   override name = 'SourceNotFoundError';
@@ -215,6 +195,26 @@ export class UncheckpointedStateError extends JobDefinitionError {
  */
 export class AsyncTimeoutError extends WeirError {
   override name = 'AsyncTimeoutError';
+}
+
+/**
+ * An entry of a broker stream (a Redis stream, say) that the source cannot turn into a record: its parse function
+ * threw, or its event-time field is missing or not a time. The message names the stream, the entry id and the split;
+ * give the source a `deadLetter` function to send such entries on with their reason instead of failing the job.
+ */
+export class MalformedStreamEntryError extends MalformedRecordError {
+  override name = 'MalformedStreamEntryError';
+  /** The stream (key), the entry's id in it, and the id of the source split that read it. */
+  readonly stream: string;
+  readonly id: string;
+  readonly split: string;
+
+  constructor(message: string, where: { stream: string; id: string; split: string; cause?: unknown }) {
+    super(message, { cause: where.cause });
+    this.stream = where.stream;
+    this.id = where.id;
+    this.split = where.split;
+  }
 }
 
 /**

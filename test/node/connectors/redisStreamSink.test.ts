@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createJob, fromArray, sinkTo, type Json } from 'weir';
+import { CheckpointCorruptedError, JobDefinitionError, createJob, fromArray, sinkTo, type Json } from 'weir';
 import { redisStreamSink } from 'weir/node';
 import { deleteRedisKeys, readEntries, REDIS_URL, redisTestClient, redisTestPrefix, type RedisTestClient } from '../../support/redisKeys';
 import { serverUp } from '../../support/servers';
@@ -92,5 +92,20 @@ describe.skipIf(!up)('redisStreamSink', () => {
       await writer.finish();
     }
     expect((await values(stream)).map((o) => o.n)).toEqual([0, 1]);
+  });
+
+  it('appends in batches, without a marker, when the job runs without checkpoints', { timeout: 60_000 }, async () => {
+    const orders = Array.from({ length: 1500 }, (_, n) => ({ region: 'eu', n }));
+    const job = createJob({ name: 'redis-sink-unchecked' });
+    job.source(fromArray(orders), { uid: 'orders' }).pipe(sinkTo(sinkFor('unchecked'), { uid: 'unchecked-out' }));
+    await job.start().done;
+    expect(await values(`${prefix}unchecked:eu`)).toEqual(orders);
+    expect(await client.hGet(progressKey, 'unchecked-out')).toBeNull();
+  });
+
+  it('refuses bad options and a state that is not its own', async () => {
+    expect(() => redisStreamSink({ url: '', stream: () => 'x' })).toThrow(JobDefinitionError);
+    expect(() => redisStreamSink({ url: REDIS_URL, stream: 'x' as unknown as () => string })).toThrow(/stream must be a function/);
+    await expect(open('corrupt', 'corrupt-out', { pending: 'no' })).rejects.toThrow(CheckpointCorruptedError);
   });
 });

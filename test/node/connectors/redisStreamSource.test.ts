@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { MalformedStreamEntryError, collect, createJob, map, memoryCheckpointStorage } from 'weir';
+import { CheckpointCorruptedError, JobDefinitionError, MalformedStreamEntryError, collect, createJob, map, memoryCheckpointStorage } from 'weir';
 import { redisStreamSource, type RedisDeadLetter, type RedisStreamEntry } from 'weir/node';
 import { addEntries, deleteRedisKeys, REDIS_URL, redisTestClient, redisTestPrefix, type RedisTestClient } from '../../support/redisKeys';
 import { serverUp } from '../../support/servers';
@@ -114,5 +114,16 @@ describe.skipIf(!up)('redisStreamSource', () => {
     ]);
     expect(dead[0]!.reason).toContain("field 'at'");
     expect(dead[0]!.error).toBeInstanceOf(MalformedStreamEntryError);
+  });
+
+  it('refuses bad options, and an offset that is not an entry id, naming the source and the stream', async () => {
+    expect(() => redisStreamSource({ url: REDIS_URL, streams: [] })).toThrow(JobDefinitionError);
+    expect(() => redisStreamSource({ url: REDIS_URL, streams: ['a', 'a'] })).toThrow(/names a stream twice/);
+    expect(() => redisStreamSource({ url: REDIS_URL, streams: ['a'], count: 0 })).toThrow(/count must be an integer/);
+    expect(() => redisStreamSource({ url: 'redis://user:secret@127.0.0.1:6379', streams: ['a'], block: -1 })).toThrow(/^(?!.*secret)/);
+    const source = redisStreamSource({ url: REDIS_URL, streams: [`${prefix}offset`] });
+    const [split] = await source.splits!.list();
+    expect(() => source.splits!.open(split!, { uid: 'in', restoredOffset: 42 })).toThrow(CheckpointCorruptedError);
+    expect(() => source.splits!.open(split!, { uid: 'in', restoredOffset: 42 })).toThrow(`stream '${prefix}offset'`);
   });
 });

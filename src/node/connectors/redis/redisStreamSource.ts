@@ -3,7 +3,7 @@ import type { Json, Source, SourceSplit } from '../../../core/types.js';
 import { fromSplits } from '../../../sources/fromSplits.js';
 import { closeRedis, connectRedis, type RedisConnection } from './redisConnection.js';
 import { entryIdTime, isEntryId, STREAM_START } from './streamEntryId.js';
-import { streamSplitReader } from './streamSplitReader.js';
+import { streamSplitReader, type EntryDecoder } from './streamSplitReader.js';
 
 /** A record read from a Redis stream: the parsed entry, where it came from, and its event time. */
 export interface RedisStreamEntry<T> {
@@ -76,23 +76,26 @@ export function redisStreamSource<T = Record<string, string>>(options: RedisStre
   checkSourceOptions(name, options);
   const timeOf = eventTime(timestamp);
 
-  /** The record of an entry, or undefined once a malformed one went to `deadLetter`. */
-  const decode = (stream: string) => async (id: string, fields: Record<string, string>): Promise<RedisStreamEntry<T> | undefined> => {
-    const entry = { stream, id };
-    try {
-      const value = parse(fields, entry);
-      return { stream, id, value, timestamp: timeOf(value, fields, entry) };
-    } catch (cause) {
-      const reason = cause instanceof Error ? cause.message : String(cause);
-      const error = new MalformedStreamEntryError(
-        `${name}: entry ${id} of stream '${stream}' (split '${stream}') cannot be read: ${reason}; fix the producer, or give the source a deadLetter function to send such entries on`,
-        { stream, id, split: stream, cause },
-      );
-      if (deadLetter === undefined) throw error;
-      await deadLetter({ stream, id, split: stream, fields, reason, error });
-      return undefined;
-    }
-  };
+  /** How a split's entries become records; a malformed one throws, naming the stream, the id and the split. */
+  const decoder = (stream: string): EntryDecoder<RedisStreamEntry<T>> => ({
+    decode(id, fields) {
+      const entry = { stream, id };
+      try {
+        const value = parse(fields, entry);
+        return { stream, id, value, timestamp: timeOf(value, fields, entry) };
+      } catch (cause) {
+        const reason = cause instanceof Error ? cause.message : String(cause);
+        throw new MalformedStreamEntryError(
+          `${name}: entry ${id} of stream '${stream}' (split '${stream}') cannot be read: ${reason}; fix the producer, or give the source a deadLetter function to send such entries on`,
+          { stream, id, split: stream, cause },
+        );
+      }
+    },
+    ...(deadLetter && {
+      deadLetter: (error: MalformedStreamEntryError, fields: Record<string, string>) =>
+        deadLetter({ stream, id: error.id, split: stream, fields, reason: error.cause instanceof Error ? error.cause.message : String(error.cause), error }),
+    }),
+  });
 
   return fromSplits<RedisStreamEntry<T>>(name, {
     async list() {
@@ -111,7 +114,7 @@ export function redisStreamSource<T = Record<string, string>>(options: RedisStre
       const { stream, end } = split.description as { stream: string; end: string | null };
       return streamSplitReader(
         { url, stream, after: restoredId(restoredOffset, `source '${uid}' (${name})`, stream), end: end ?? undefined, count: count ?? Number.POSITIVE_INFINITY, block },
-        decode(stream),
+        decoder(stream),
       );
     },
   });
@@ -140,7 +143,12 @@ function eventTime<T>(
     if (!Number.isFinite(time)) throw new RangeError(`its event time ${what} is not a time`);
     return time;
   };
-  if (typeof timestamp === 'function') return (value, _fields, entry) => valid(timestamp(value, entry), `${String(timestamp(value, entry))}`);
+  if (typeof timestamp === 'function') {
+    return (value, _fields, entry) => {
+      const time = timestamp(value, entry);
+      return valid(time, String(time));
+    };
+  }
   return (_value, fields) => {
     const raw = fields[timestamp];
     if (raw === undefined) throw new RangeError(`it has no field '${timestamp}' for its event time`);
