@@ -15,7 +15,7 @@ import { POSTGRES_URL, testSchema } from './postgresSupport';
 
 const RECORDS = 20_000;
 const USERS = 200;
-const WORK = 3000;
+const WORK = 12_000;
 const MIN_KILLS = 20;
 const SEED = 0x9057_9e5;
 

@@ -60,16 +60,16 @@ export function checkColumns(shape: RowShape, tableColumns: readonly string[]): 
 
 /**
  * Runs the INSERTs that write `rows`, many rows per statement (multi-row VALUES, parameterised). In upsert mode
- * each statement is `ON CONFLICT (key) DO UPDATE` and holds each key once, the latest row winning: PostgreSQL
- * refuses a statement that updates the same row twice, and the rows run in order, so the last one is what stays.
+ * the statements are `ON CONFLICT (key) DO UPDATE` and hold each key once, its latest row: PostgreSQL refuses a
+ * statement that updates the same row twice, and within one transaction only the last row of a key stays anyway.
  */
 export async function insertRows(client: pg.ClientBase, shape: RowShape, rows: readonly Row[], batchSize: number): Promise<void> {
   const perStatement = Math.max(1, Math.min(batchSize, Math.floor(MAX_PARAMETERS / shape.columns.length)));
   const prefix = `INSERT INTO ${shape.table.sql} (${shape.columns.map((c) => pg.escapeIdentifier(c)).join(', ')}) VALUES `;
   const suffix = conflictClause(shape);
-  for (let start = 0; start < rows.length; start += perStatement) {
-    let batch = rows.slice(start, start + perStatement);
-    if (shape.key) batch = latestPerKey(shape, batch);
+  const unique = shape.key ? latestPerKey(shape, rows) : rows;
+  for (let start = 0; start < unique.length; start += perStatement) {
+    const batch = unique.slice(start, start + perStatement);
     const values: Json[] = [];
     const tuples: string[] = [];
     for (const row of batch) {
@@ -90,8 +90,11 @@ function conflictClause(shape: RowShape): string {
   return ` ON CONFLICT (${target}) DO UPDATE SET ${updated.map((c) => `${pg.escapeIdentifier(c)} = EXCLUDED.${pg.escapeIdentifier(c)}`).join(', ')}`;
 }
 
-/** The rows of `batch` with each key's last row only, in the order of those last rows. */
-function latestPerKey(shape: RowShape, batch: readonly Row[]): Row[] {
+/**
+ * The rows of `batch` with each key's last row only, in the order of those last rows: what an upsert of `batch` in
+ * one transaction leaves in the table. The write-ahead sink keeps only these in its checkpoints.
+ */
+export function latestPerKey(shape: RowShape, batch: readonly Row[]): Row[] {
   const indexes = shape.key!.map((column) => shape.columns.indexOf(column));
   const latest = new Map<string, Row>();
   for (const row of batch) {
@@ -99,5 +102,5 @@ function latestPerKey(shape: RowShape, batch: readonly Row[]): Row[] {
     latest.delete(id);
     latest.set(id, row);
   }
-  return latest.size === batch.length ? (batch as Row[]) : [...latest.values()];
+  return latest.size === batch.length ? [...batch] : [...latest.values()];
 }

@@ -4,7 +4,7 @@ import type { SinkWriter } from '../../../core/sink.js';
 import type { Json } from '../../../core/values.js';
 import { isTransient, reason } from './postgresConnection.js';
 import { PostgresSinkError } from './postgresErrors.js';
-import { insertRows, type Row } from './postgresRows.js';
+import { insertRows, latestPerKey, type Row } from './postgresRows.js';
 import { ensureProgressTable } from './postgresTable.js';
 import { serialQueue, sinkName, type SinkSetup } from './sinkSetup.js';
 
@@ -43,8 +43,11 @@ export async function openWriteAheadWriter<T>(setup: SinkSetup<T>, restoredState
     try {
       await client.query('BEGIN');
       const last = batches.length === 0 ? 0 : await committedCheckpoint(client);
-      for (const batch of batches) if (batch.id > last) await insertRows(client, shape, batch.rows, batchSize);
-      if (tail.length > 0) await insertRows(client, shape, tail, batchSize);
+      // One list, so that an upsert writes each key once for the whole transaction.
+      const rows: Row[] = [];
+      for (const batch of batches) if (batch.id > last) for (const row of batch.rows) rows.push(row);
+      for (const row of tail) rows.push(row);
+      if (rows.length > 0) await insertRows(client, shape, rows, batchSize);
       const top = batches.at(-1)?.id;
       if (top !== undefined && top > last) {
         await client.query(
@@ -104,7 +107,8 @@ export async function openWriteAheadWriter<T>(setup: SinkSetup<T>, restoredState
       }
     },
     snapshot(checkpointId) {
-      if (buffer.length > 0) pending.push({ id: checkpointId, rows: buffer });
+      // An upsert's checkpoint keeps each key's last row only: the earlier ones would be overwritten in its commit.
+      if (buffer.length > 0) pending.push({ id: checkpointId, rows: shape.key ? latestPerKey(shape, buffer) : buffer });
       buffer = [];
       const state: WriteAheadState = { pending: pending.map((batch) => ({ ...batch })) };
       return state;
