@@ -9,6 +9,7 @@ import { keyedReduce } from './keyedReduce';
 import { incremental } from './incremental';
 import { largeState } from './largeState';
 import { nexmark } from './nexmark';
+import { observability } from './observability';
 import { printTable, writeResults, type Result } from './report';
 import { query } from './query';
 import { restore } from './restore';
@@ -38,6 +39,7 @@ const groups: Record<string, () => Promise<Result[]>> = {
   'rxjs-interop': rxjsInterop,
   async,
   connectors,
+  observability,
   curves,
 };
 

@@ -35,9 +35,9 @@ export interface KeyedStateBackend {
   keyCount(): number;
   /**
    * How many entries (a key's value in one state and namespace) the backend holds, counted cheaply enough for a
-   * metrics scrape (no scan of the keys): approximate where the backend says so.
+   * metrics scrape (no scan of the keys): approximate where the backend says so; undefined when it cannot tell.
    */
-  stateEntries?(): number;
+  stateEntries?(): number | undefined;
   /**
    * The keys holding a value of a registered state in `namespace` (`''` by default), in no particular order, for
    * queryable state and tools. Iterating may interleave with processing: keys written meanwhile may or may not show.

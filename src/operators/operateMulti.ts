@@ -1,5 +1,5 @@
 import { BarrierAligner } from '../task/barrierAligner.js';
-import { CancelCheckpointMarker, Watermark, WATERMARK_ACTIVE, WATERMARK_IDLE, type StreamElement } from '../core/elements.js';
+import { CancelCheckpointMarker, ControlElement, Watermark, WATERMARK_ACTIVE, WATERMARK_IDLE, type StreamElement } from '../core/elements.js';
 import { DirectObservable, endOnce } from '../task/directObservable.js';
 import { feedAligner } from '../task/alignerInputs.js';
 import { JobDefinitionError } from '../core/errors.js';
@@ -65,7 +65,8 @@ export function operateMulti<R>(inputs: Flow<unknown>[], spec: MultiInputSpec<R>
         const backend = keyed ? task.keyedBackend() : undefined;
         const counters = task.counters ?? new OperatorCounters();
         const emit = (value: unknown) => {
-          counters.emitted++;
+          // Handlers may emit watermarks too: only records count.
+          if (!(value instanceof ControlElement)) counters.emitted++;
           subscriber.next(value);
         };
         const handler = guard.attempt(() => spec.setup(task, emit, guard.fail, backend));

@@ -191,6 +191,11 @@ class TtlKeyedStateBackend implements KeyedStateBackend {
     return this.inner.keyCount();
   }
 
+  /** The backend beneath's count: expired entries count until they are cleaned up. */
+  stateEntries(): number | undefined {
+    return this.inner.stateEntries?.();
+  }
+
   /** The keys holding a value of the state, expired or not (until cleaned up). */
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any stored type
   keysOf(descriptor: StateDescriptor<unknown, any>, namespace?: string): Iterable<Key> {
