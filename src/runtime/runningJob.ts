@@ -4,7 +4,7 @@ import type { CheckpointStats } from '../checkpoint/checkpointStats.js';
 import type { LoadedCheckpoint } from '../checkpoint/loadCheckpoint.js';
 import { checkOptions } from '../core/checkOptions.js';
 import { JobDefinitionError, WeirError } from '../core/errors.js';
-import { Execution, type ExecutionOptions } from './execution.js';
+import type { Attempt } from './attempt.js';
 import { StateQueries, type KeyPage, type KeyPageOptions, type QueryableStateReader, type QueryOptions } from '../query/stateQueries.js';
 import type { QueryableStateInfo } from '../query/queryableStateRegistry.js';
 import type { RestartStrategy } from './restartStrategy.js';
@@ -34,7 +34,8 @@ export interface RunSetup {
   /** Takes the storage's lock on the job's directory for the whole run (storages with `lock` only). */
   lock?: () => Promise<CheckpointLock>;
   restartStrategy: RestartStrategy;
-  execution: Omit<ExecutionOptions, 'restored' | 'restoringAtStart'>;
+  /** A new attempt restored from `restored` (`restoringAtStart` when restoring a persisted checkpoint at job start). */
+  attempt(restored: LoadedCheckpoint | undefined, restoringAtStart: boolean): Attempt;
   /** Finds the checkpoint to start from (and prepares the coordinator); undefined for a fresh start. */
   restoreAtStart(): Promise<LoadedCheckpoint | undefined>;
   /** The checkpoint to restart from after a failure, given the checkpoint the run started from. */
@@ -48,7 +49,7 @@ export interface RunSetup {
 export class RunningJob implements QueryableStateReader {
   /** Resolves when the job has finished (its output committed); rejects with the error that made it fail. */
   readonly done: Promise<JobResult>;
-  private execution: Execution | undefined;
+  private execution: Attempt | undefined;
   private status = 'finished' as JobResult['status'];
   private restartCount = 0;
   /** What the start restored, and what the latest attempt restored. */
@@ -250,7 +251,7 @@ export class RunningJob implements QueryableStateReader {
       this.startedFrom = this.attemptFrom = describeRestore(startedFrom);
       let restored = startedFrom;
       for (;;) {
-        const execution = new Execution({ ...setup.execution, restored, restoringAtStart: restored === startedFrom && this.restartCount === 0 });
+        const execution = setup.attempt(restored, restored === startedFrom && this.restartCount === 0);
         this.execution = execution;
         try {
           if (this.cancelled()) return this.result();
@@ -262,7 +263,8 @@ export class RunningJob implements QueryableStateReader {
           return this.result();
         } catch (error) {
           this.queries.detach();
-          execution.cancel(error);
+          // Everything the attempt ran is gone (its worker threads terminated) before the next one starts.
+          await execution.cancel(error);
           if (this.cancelled()) return this.result();
           // A definition error would fail every attempt alike: the job fails at once, as Flink's SuppressRestartsException.
           const delay = error instanceof JobDefinitionError ? undefined : setup.restartStrategy(this.restartCount + 1);
