@@ -206,7 +206,10 @@ export class Job {
    * `startJob`), which get the job's execution options.
    * @internal
    */
-  launch(options: StartOptions, attempt: (execution: JobExecutionOptions, restored: LoadedCheckpoint | undefined, restoringAtStart: boolean) => Attempt): RunningJob {
+  launch(
+    options: StartOptions,
+    attempt: (execution: JobExecutionOptions, restored: LoadedCheckpoint | undefined, restoringAtStart: boolean, storage: CheckpointStorage | undefined) => Attempt,
+  ): RunningJob {
     if (this.running) throw new JobDefinitionError(`job '${this.name}' was already started; create a new job to run it again`);
     checkOptions(`job '${this.name}': start`, options, START_OPTIONS);
     if (typeof options.restore === 'object') checkOptions(`job '${this.name}': start restore`, options.restore, ['savepoint', 'storage']);
@@ -248,7 +251,7 @@ export class Job {
       storage,
       lock: storage?.lock ? () => storage.lock!(name) : undefined,
       restartStrategy: this.restartStrategy,
-      attempt: (restored, restoringAtStart) => attempt(this.executionOptions(coordinator), restored, restoringAtStart),
+      attempt: (restored, restoringAtStart) => attempt(this.executionOptions(coordinator), restored, restoringAtStart, storage),
       restoreAtStart: () => selection.atStart(options.restore, options.allowNonRestoredState ?? false),
       restoreAfterFailure: (startedFrom) => selection.afterFailure(startedFrom),
     });

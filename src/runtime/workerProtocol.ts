@@ -7,8 +7,8 @@ import type { SnapshotTarget, SnapshotTask, TaskStateHandles } from '../task/sna
  * can never be taken for one of the next attempt's. Plain data, so they cross as structured clones.
  */
 export type ToWorker =
-  /** Checkpoint `target.id` starts: its state goes to storage `storage`; the sources put in the barrier. */
-  | { t: 'barrier'; a: number; target: SnapshotTarget; storage: number; timestamp: number; final: boolean }
+  /** Checkpoint `target.id` starts: its state goes to storage `storage` (of the main thread); the sources put in the barrier. */
+  | { t: 'barrier'; a: number; target: SnapshotTarget; storage: StorageInfo; timestamp: number; final: boolean }
   | { t: 'end'; a: number; id: number }
   | { t: 'cancelCheckpoint'; a: number; id: number }
   /** Checkpoint `id` is complete: sinks commit, then the worker answers `committed`. */
@@ -34,6 +34,13 @@ export type FromWorker =
   | { t: 'committed'; a: number; w: number; id: number }
   | { t: 'commitFailed'; a: number; w: number; id: number; error: WireError }
   | { t: 'storage'; a: number; w: number; request: number; storage: number; op: StorageOp; path: string; data?: Uint8Array };
+
+/** A main-thread storage as a worker knows it: by number, with what its messages and limits need. */
+export interface StorageInfo {
+  index: number;
+  location: string;
+  maxStateSize?: number;
+}
 
 export type StorageOp = 'read' | 'write' | 'list' | 'remove';
 

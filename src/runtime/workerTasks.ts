@@ -9,7 +9,7 @@ import type { Job } from './job.js';
 import { checkPlaceable, type Placement } from './placement.js';
 import { remoteStorage, storageError } from './remoteStorage.js';
 import { WorkerExchange, type ExchangePort } from './workerExchange.js';
-import { toWireError, type FromWorker, type ToWorker } from './workerProtocol.js';
+import { toWireError, type FromWorker, type StorageInfo, type ToWorker } from './workerProtocol.js';
 
 /** What the main thread tells a worker of one attempt when it spawns it. */
 export interface WorkerSetup {
@@ -18,7 +18,7 @@ export interface WorkerSetup {
   /** The uids of the main thread's graph, in order: the worker's must be the same. */
   readonly uids: readonly string[];
   /** The storages the worker reaches through the main thread, by number: 0 is the job's checkpoint storage. */
-  readonly storages: readonly { location: string; maxStateSize?: number }[];
+  readonly storages: readonly StorageInfo[];
   /** The checkpoint to restore (`storage` is a number in `storages`). */
   readonly restore: { path: string; storage: number } | undefined;
   readonly restoringAtStart: boolean;
@@ -49,7 +49,7 @@ export class WorkerTasks {
   private execution: Execution | undefined;
   private nextRequest = 0;
   private readonly requests = new Map<number, { resolve(value: unknown): void; reject(error: unknown): void }>();
-  private readonly storages: CheckpointStorage[];
+  private readonly storages = new Map<number, CheckpointStorage>();
   private finalDone!: () => void;
   private readonly finalCheckpoint = new Promise<void>((resolve) => (this.finalDone = resolve));
 
@@ -66,9 +66,16 @@ export class WorkerTasks {
       scheduler: options.scheduler,
       mode: options.alignment.mode,
     });
-    this.storages = setup.storages.map(({ location, maxStateSize }, storage) =>
-      remoteStorage(location, maxStateSize, (op, path, data) => this.request(storage, op, path, data)),
-    );
+  }
+
+  /** The main thread's storage number `info.index`, reached through messages. */
+  private storage(info: StorageInfo): CheckpointStorage {
+    let storage = this.storages.get(info.index);
+    if (!storage) {
+      storage = remoteStorage(info.location, info.maxStateSize, (op, path, data) => this.request(info.index, op, path, data));
+      this.storages.set(info.index, storage);
+    }
+    return storage;
   }
 
   /** Builds the tasks, restores them, starts them, and reports `ready`; any failure is reported as `error`. */
@@ -80,7 +87,7 @@ export class WorkerTasks {
       this.checkGraph();
       checkPlaceable(job.graph);
       job.graph.freeze();
-      const restored = setup.restore ? await loadCheckpoint(this.storages[setup.restore.storage]!, setup.restore.path, job.name) : undefined;
+      const restored = setup.restore ? await loadCheckpoint(this.storage(setup.storages[setup.restore.storage]!), setup.restore.path, job.name) : undefined;
       const options = job.executionOptions(setup.checkpointing ? this.coordinatorLink() : undefined);
       const execution = new Execution({
         ...options,
@@ -126,7 +133,7 @@ export class WorkerTasks {
         const { target } = message;
         // The target comes with the barrier: this worker writes the checkpoint's state wherever its barrier reaches
         // an operator, which can be before another message from the main thread would.
-        participants.beginSnapshot(target, this.storages[message.storage]!);
+        participants.beginSnapshot(target, this.storage(message.storage));
         participants.injectBarrier(new CheckpointBarrier(target.id, message.timestamp, message.final, target.kind));
         return;
       }
