@@ -30,6 +30,20 @@ export interface WorkerAttemptOptions {
   readonly restoringAtStart: boolean;
 }
 
+/** The thread ids of every job worker spawned in this process that has not exited yet. */
+const live = new Set<number>();
+
+/**
+ * The thread ids of the job workers (`startJob`) of this process that have not exited: empty once every job ended,
+ * since an attempt terminates all its workers before it settles. For leak checks in tests and health endpoints.
+ * @example
+ * await running.cancel();
+ * assert.deepEqual(liveJobWorkers(), []);
+ */
+export function liveJobWorkers(): number[] {
+  return [...live];
+}
+
 /** Where an attempt is (see `WorkerAttempt`). */
 type State = 'spawning' | 'running' | 'finishing' | 'done' | 'failed';
 
@@ -119,7 +133,9 @@ export class WorkerAttempt implements Attempt {
         workerData: { setup, moduleUrl, exportName, preload, entry: new URL(JOB_WORKER, import.meta.url).href, outgoing: outgoing[w], incoming: incoming[w] },
         transferList: ports,
       });
-      const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
+      live.add(worker.threadId);
+      const { threadId } = worker;
+      const exited = new Promise<void>((resolve) => worker.once('exit', () => (live.delete(threadId), resolve())));
       this.spawned.push({ worker, exited });
       worker.on('message', (message: FromWorker) => this.onMessage(w, message));
       worker.on('error', (error) => this.fail(this.workerError(w, 'had an uncaught error', toWireError(error))));
