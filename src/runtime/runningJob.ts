@@ -211,7 +211,8 @@ export class RunningJob implements QueryableStateReader {
     const cancelling = !this.ended;
     if (cancelling) {
       this.status = 'cancelled';
-      this.execution?.cancel(new WeirError(`job '${this.setup.job}' was cancelled`));
+      // The attempt's `done` (awaited by `run`) settles once everything it ran is gone.
+      void this.execution?.cancel(new WeirError(`job '${this.setup.job}' was cancelled`));
       this.cancelRestartDelay?.();
     }
     return this.done

@@ -55,7 +55,7 @@ export interface WireError {
 export function toWireError(error: unknown): WireError {
   if (error instanceof Error) {
     const code = (error as { code?: unknown }).code;
-    return { name: error.name, message: error.message, stack: error.stack, ...(code !== undefined ? { code: String(code) } : {}) };
+    return { name: error.name, message: error.message, stack: error.stack, ...(typeof code === 'string' || typeof code === 'number' ? { code: String(code) } : {}) };
   }
   return { name: 'Error', message: String(error) };
 }

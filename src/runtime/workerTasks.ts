@@ -189,7 +189,7 @@ export class WorkerTasks {
       persisting: (id, task) => post({ t: 'persisting', a, w, id, task: { uid: task.uid, subtask: task.subtask } }),
       acknowledge: (id, task, handles, stats) => post({ t: 'acknowledge', a, w, id, task: { uid: task.uid, subtask: task.subtask }, handles, stats }),
       failed: (id, task, error) => post({ t: 'failed', a, w, id, task: { uid: task.uid, subtask: task.subtask }, error: toWireError(error) }),
-    } as AttemptCoordinator;
+    };
   }
 
   private request(storage: number, op: 'read' | 'write' | 'list' | 'remove', path: string, data?: Uint8Array): Promise<unknown> {

@@ -147,3 +147,17 @@ describe('results on one thread and on workers', { timeout: 240_000 }, () => {
     expect(finals(two)).toEqual(finals(oneThread));
   });
 });
+
+describe('a windowed job on workers', { timeout: 240_000 }, () => {
+  it('fires the same windows as on one thread', async () => {
+    const windowed = new URL('./jobs/windowed.ts', import.meta.url);
+    process.env.WEIR_TEST_JOB = JSON.stringify({ name: 'windowed-one', out: join(dir, 'windowed-one.txt') });
+    await (await import('./jobs/windowed.js')).windowed().start().done;
+    process.env.WEIR_TEST_JOB = JSON.stringify({ name: 'windowed-two', out: join(dir, 'windowed-two.txt') });
+    const running = await startJob(windowed, { workers: 2, preload, export: 'windowed' });
+    await running.done;
+    const oneThread = lines(join(dir, 'windowed-one.txt'));
+    expect(oneThread).toHaveLength(13 * 30);
+    expect(lines(join(dir, 'windowed-two.txt'))).toEqual(oneThread);
+  });
+});
