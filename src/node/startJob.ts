@@ -46,6 +46,9 @@ export async function startJob(moduleUrl: string | URL, options: StartJobOptions
   const job = withDefaultParallelism(workers, () => jobOf(module, exportName, url, { workers, worker: undefined }));
   checkPlaceable(job.graph);
   let attempt = 0;
+  const queriesRefused =
+    `job '${job.name}' runs on worker threads, where state queries are not routed to the owning worker yet; ` +
+    'query a job started with job.start() on one thread, or read its checkpoints with the State Processor (readSavepoint)';
   return job.launch(start, (execution, restored, restoringAtStart, storage) =>
     new WorkerAttempt({
       attempt: ++attempt,
@@ -58,5 +61,6 @@ export async function startJob(moduleUrl: string | URL, options: StartJobOptions
       restored,
       restoringAtStart,
     }),
+    queriesRefused,
   );
 }

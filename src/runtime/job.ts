@@ -209,6 +209,7 @@ export class Job {
   launch(
     options: StartOptions,
     attempt: (execution: JobExecutionOptions, restored: LoadedCheckpoint | undefined, restoringAtStart: boolean, storage: CheckpointStorage | undefined) => Attempt,
+    queriesRefused?: string,
   ): RunningJob {
     if (this.running) throw new JobDefinitionError(`job '${this.name}' was already started; create a new job to run it again`);
     checkOptions(`job '${this.name}': start`, options, START_OPTIONS);
@@ -252,6 +253,7 @@ export class Job {
       lock: storage?.lock ? () => storage.lock!(name) : undefined,
       restartStrategy: this.restartStrategy,
       attempt: (restored, restoringAtStart) => attempt(this.executionOptions(coordinator), restored, restoringAtStart, storage),
+      queriesRefused,
       restoreAtStart: () => selection.atStart(options.restore, options.allowNonRestoredState ?? false),
       restoreAfterFailure: (startedFrom) => selection.afterFailure(startedFrom),
     });

@@ -36,6 +36,8 @@ export interface RunSetup {
   restartStrategy: RestartStrategy;
   /** A new attempt restored from `restored` (`restoringAtStart` when restoring a persisted checkpoint at job start). */
   attempt(restored: LoadedCheckpoint | undefined, restoringAtStart: boolean): Attempt;
+  /** Why this run answers no state queries (its attempts run on worker threads); undefined when it answers them. */
+  queriesRefused?: string;
   /** Finds the checkpoint to start from (and prepares the coordinator); undefined for a fresh start. */
   restoreAtStart(): Promise<LoadedCheckpoint | undefined>;
   /** The checkpoint to restart from after a failure, given the checkpoint the run started from. */
@@ -84,6 +86,7 @@ export class RunningJob implements QueryableStateReader {
    * await running.query<number>('clicks-per-user', 'ada', { asOf: 3 });    // as of checkpoint 3
    */
   query<T = unknown>(name: string, key: Key, options?: QueryOptions): Promise<T | undefined> {
+    if (this.setup.queriesRefused) return Promise.reject(new JobDefinitionError(this.setup.queriesRefused));
     return this.queries.query<T>(name, key, options);
   }
 
@@ -95,6 +98,7 @@ export class RunningJob implements QueryableStateReader {
    * while (page.cursor) page = await running.queryKeys('clicks-per-user', { prefix: 'user-', limit: 500, cursor: page.cursor });
    */
   queryKeys(name: string, options?: KeyPageOptions): Promise<KeyPage> {
+    if (this.setup.queriesRefused) return Promise.reject(new JobDefinitionError(this.setup.queriesRefused));
     return this.queries.queryKeys(name, options);
   }
 

@@ -161,3 +161,12 @@ describe('a windowed job on workers', { timeout: 240_000 }, () => {
     expect(lines(join(dir, 'windowed-two.txt'))).toEqual(oneThread);
   });
 });
+
+describe('state queries on workers', { timeout: 240_000 }, () => {
+  it('are refused with a message that says so', async () => {
+    process.env.WEIR_TEST_JOB = JSON.stringify(settings({ records: 200 }));
+    const running = await startJob(keyedSum, { workers: 2, preload });
+    await expect(running.query('sums', 'k1')).rejects.toThrow(/runs on worker threads, where state queries are not routed/);
+    await running.done;
+  });
+});
