@@ -8,6 +8,7 @@ import { keyedReduce } from './keyedReduce';
 import { incremental } from './incremental';
 import { largeState } from './largeState';
 import { nexmark } from './nexmark';
+import { parallel } from './parallel';
 import { printTable, writeResults, type Result } from './report';
 import { query } from './query';
 import { restore } from './restore';
@@ -36,6 +37,7 @@ const groups: Record<string, () => Promise<Result[]>> = {
   query,
   'rxjs-interop': rxjsInterop,
   async,
+  parallel,
   curves,
 };
 
