@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { WeirError, type RunningJob } from 'weir';
-import { liveJobWorkers, startJob } from 'weir/node';
+import { fsCheckpointStorage, liveJobWorkers, startJob } from 'weir/node';
 import type { KeyedSumSettings } from './jobs/keyedSum.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'weir-workers-'));
@@ -168,5 +168,23 @@ describe('state queries on workers', { timeout: 240_000 }, () => {
     const running = await startJob(keyedSum, { workers: 2, preload });
     await expect(running.query('sums', 'k1')).rejects.toThrow(/runs on worker threads, where state queries are not routed/);
     await running.done;
+  });
+});
+
+describe('savepoints into another storage from workers', { timeout: 240_000 }, () => {
+  it('stop writes the savepoint there, and a restore from there goes on with each record once', async () => {
+    const job = settings({ records: 4000, chunkSize: 1, checkpoints: join(dir, 'ck-other') });
+    const other = fsCheckpointStorage(join(dir, 'elsewhere'));
+    process.env.WEIR_TEST_JOB = JSON.stringify(job);
+    const running = await startJob(keyedSum, { workers: 2, preload });
+    await running.checkpoint();
+    const result = await running.stop({ savepoint: { path: 'kept', storage: other } });
+    const last = result.checkpoints.at(-1)!;
+    const restore = last.kind === 'savepoint' ? { savepoint: last.path, storage: other } : last.path;
+    if (last.kind === 'savepoint') expect(await other.list('kept')).toHaveLength(1);
+    await (await startJob(keyedSum, { workers: 2, preload, restore })).done;
+    const output = lines(job.out);
+    expect(output).toHaveLength(4000);
+    expect(finals(output)).toEqual(expected(4000, 37));
   });
 });
