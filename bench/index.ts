@@ -10,6 +10,7 @@ import { incremental } from './incremental';
 import { largeState } from './largeState';
 import { nexmark } from './nexmark';
 import { observability } from './observability';
+import { parallel } from './parallel';
 import { printTable, writeResults, type Result } from './report';
 import { query } from './query';
 import { restore } from './restore';
@@ -40,6 +41,7 @@ const groups: Record<string, () => Promise<Result[]>> = {
   async,
   connectors,
   observability,
+  parallel,
   curves,
 };
 

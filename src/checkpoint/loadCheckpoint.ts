@@ -17,6 +17,8 @@ import {
 /** A checkpoint read back and fully checked: every file present, every checksum right. */
 export interface LoadedCheckpoint {
   path: string;
+  /** The storage it was read from (a worker thread reads it again there, through the main thread). */
+  storage?: CheckpointStorage;
   metadata: CheckpointMetadata;
   /** What each operator saved, by operator uid. */
   states: Map<string, RestoredOperator>;
@@ -134,7 +136,7 @@ export async function loadCheckpoint(storage: CheckpointStorage, dir: string, jo
       },
     });
   }
-  return { path: dir, metadata, states };
+  return { path: dir, storage, metadata, states };
 }
 
 /**

@@ -46,6 +46,24 @@ export class JobDefinitionError extends WeirError {
   override name = 'JobDefinitionError';
 }
 
+/**
+ * A worker thread of a job started with `startJob` failed: a user function threw there, the thread had an uncaught
+ * error, or it exited (even by `process.exit` in a user function). `cause` carries the original error's name,
+ * message and stack. The attempt fails, and the job restarts as its restart strategy allows.
+ */
+export class WorkerFailedError extends WeirError {
+  override name = 'WorkerFailedError';
+
+  constructor(
+    message: string,
+    /** The index of the worker that failed. */
+    readonly worker: number,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
 /** A source that cannot resume at an offset was asked to restore from a checkpoint. */
 export class NonReplayableSourceError extends WeirError {
   override name = 'NonReplayableSourceError';

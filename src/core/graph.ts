@@ -24,6 +24,11 @@ export interface TaskContext {
   readonly keyGroupRange: KeyGroupRange;
   /** Which parallel instance this is, of `parallelism`. */
   readonly subtaskIndex: number;
+  /**
+   * Whether this instance runs on this thread: always on one thread; with worker threads, each instance runs in one
+   * worker, and the others build the operator without it (its records go to the worker that runs it).
+   */
+  readonly runsHere: boolean;
   readonly parallelism: number;
   /** Operator state this task saved in the checkpoint being restored. */
   readonly restoredOperatorState: Json | undefined;
@@ -88,6 +93,11 @@ export interface GraphNode {
   readonly parallelism?: number;
   /** Keyed states the operator declares up front (`process(fn, { states })`), registered as each instance starts. */
   readonly states?: readonly AnyStateDescriptor[];
+  /**
+   * The key of a keyed one-input operator's records: with worker threads, records cross to the worker that runs
+   * their key's instance before the operator reads them.
+   */
+  readonly keySelector?: KeySelector<never>;
   readonly source?: Source<unknown>;
   readonly sink?: Sink<unknown>;
   /** Builds the node's observable for one attempt from its inputs' (not used for sources, which the job drives). */

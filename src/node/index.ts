@@ -18,3 +18,5 @@ export { PostgresSinkError, PostgresRowError, PostgresLookupError } from './conn
 export type { PostgresConnection } from './connectors/postgres/postgresConnection.js';
 export { registerPrometheusMetrics, type MetricsSource } from './metrics/prometheusMetrics.js';
 export { WEIR_CHANNELS } from './diagnosticsChannel.js';
+export { startJob, type StartJobOptions, type JobDefinition, type JobModuleContext } from './startJob.js';
+export { liveJobWorkers } from './workerAttempt.js';

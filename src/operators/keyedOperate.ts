@@ -71,7 +71,7 @@ export function checkStates(kind: string, states: unknown, keyed: boolean): read
  * With `parallelism` p, the operator runs p instances, as Flink's subtasks: instance i owns key groups
  * `[ceil(i·max/p), floor(((i+1)·max − 1)/p)]`, records are routed by their key's group, and each instance snapshots
  * its own range, so a job restored at another parallelism hands each instance exactly the state of its range.
- * Instances share the thread: parallelism models Flink's rescaling, it does not add CPUs.
+ * On one thread the instances share it: parallelism models Flink's rescaling; `startJob` spreads them over workers.
  */
 export function keyedOperate<T, R>(
   input: Flow<T>,
@@ -94,16 +94,20 @@ export function keyedOperate<T, R>(
     parallelism,
     timestamped: options.timestamped,
     states: options.states,
+    keySelector: selectKey,
     setup(task, emit, fail) {
-      const instances = Array.from({ length: parallelism }, (_, index) => {
-        const subtask = parallelism === 1 ? task : task.subtask(index);
-        const backend = subtask.keyedBackend();
-        const made = setup(backend, emit, subtask, fail);
-        const handler: KeyedHandler<T> = typeof made === 'function' ? { onRecord: made } : made;
-        if (handler.prepareSnapshot) pendingWrites.set(backend, () => handler.prepareSnapshot?.());
-        return { subtask, backend, handler };
-      });
+      // With worker threads, only the instances this thread runs: records of the others' keys never reach it.
+      const instances = Array.from({ length: parallelism }, (_, index) => (parallelism === 1 ? task : task.subtask(index)))
+        .filter((subtask) => subtask.runsHere)
+        .map((subtask) => {
+          const backend = subtask.keyedBackend();
+          const made = setup(backend, emit, subtask, fail);
+          const handler: KeyedHandler<T> = typeof made === 'function' ? { onRecord: made } : made;
+          if (handler.prepareSnapshot) pendingWrites.set(backend, () => handler.prepareSnapshot?.());
+          return { subtask, backend, handler };
+        });
       const snapshot = (barrier: Parameters<NonNullable<OperatorHandler<T>['onBarrier']>>[0], forward: () => void) => {
+        if (instances.length === 0) forward();
         instances.forEach(({ subtask, backend, handler }, index) =>
           subtask.snapshot(
             barrier,
@@ -116,7 +120,7 @@ export function keyedOperate<T, R>(
           ),
         );
       };
-      if (parallelism === 1) {
+      if (parallelism === 1 && instances.length === 1) {
         const { backend, handler } = instances[0]!;
         const onRecord = handler.onRecord;
         return {
@@ -132,18 +136,18 @@ export function keyedOperate<T, R>(
         };
       }
       // The instance of each key, computed once per distinct key: hashing costs about as much as a keyed sum.
-      const route = new Map<Key, number>();
+      const route = new Map<Key, (typeof instances)[number]>();
+      const bySubtask = new Map(instances.map((instance) => [instance.subtask.subtaskIndex, instance]));
       const maxParallelism = task.maxParallelism;
       return {
         onRecord(value) {
           const key = selectKey(value);
-          let index = route.get(key);
-          if (index === undefined) {
+          let instance = route.get(key);
+          if (instance === undefined) {
             if (typeof key !== 'string') checkKey(key, task.uid);
-            index = instanceOfKey(key, parallelism, maxParallelism);
-            route.set(key, index);
+            instance = bySubtask.get(instanceOfKey(key, parallelism, maxParallelism))!;
+            route.set(key, instance);
           }
-          const instance = instances[index]!;
           instance.backend.setCurrentKey(key);
           instance.handler.onRecord(value);
         },

@@ -17,6 +17,7 @@ export function operate<T, R>(input: Flow<T>, spec: OperatorSpec<T, R>): Flow<R>
     stateful: spec.stateful ?? false,
     parallelism: spec.parallelism,
     states: spec.states,
+    keySelector: spec.keySelector,
     inputs: [input.node],
     // An operator that is the only consumer of another joins its chain (see OperatorChain).
     build: (task, [upstream]) => OperatorChain.after(upstream!, { task, spec: spec }),

@@ -1,5 +1,6 @@
 import type { CheckpointBarrier, SideOutputElement, Watermark } from '../core/elements.js';
 import type { TaskContext } from '../core/graph.js';
+import type { KeySelector } from '../core/graph.js';
 import type { AnyStateDescriptor } from '../core/types.js';
 
 // What a one-input operator is to the runtime: its description (OperatorSpec) and, per attempt, its handler. Apart from
@@ -55,4 +56,6 @@ export interface OperatorDescription {
   parallelism?: number;
   /** Keyed states the operator declares, registered in each instance's backend before any record. */
   states?: readonly AnyStateDescriptor[];
+  /** A keyed operator's key selector (see `GraphNode.keySelector`). */
+  keySelector?: KeySelector<never>;
 }

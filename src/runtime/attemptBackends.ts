@@ -19,6 +19,8 @@ export interface AttemptBackendsOptions {
   watermarkOf: (uid: string) => OperatorWatermark;
   /** The event timestamp of the record being processed, shared with the attempt's operators. */
   record: RecordTimestamp;
+  /** Whether subtask `index` of an operator runs on this thread (always, but with worker threads). */
+  runsHere: (index: number) => boolean;
 }
 
 /**
@@ -43,7 +45,9 @@ export class AttemptBackends {
       const saved = restored?.states.get(node.uid);
       if (!saved?.hasKeyed) continue;
       const parallelism = node.parallelism ?? 1;
-      const backends = Array.from({ length: parallelism }, (_, index) => {
+      const local = Array.from({ length: parallelism }, (_, index) => index).filter((index) => this.options.runsHere(index));
+      if (local.length === 0) continue;
+      const backends = local.map((index) => {
         const backend = this.create(node.uid, keyGroupRangeFor(index, parallelism, maxParallelism));
         this.restored.set(taskId(node.uid, index), backend);
         return backend;

@@ -21,6 +21,21 @@ import { OperatorChain } from '../operators/operatorChain.js';
 import type { Json, KeyedStateBackend, Scheduler, SinkWriter, SourceReader, StateBackend } from '../core/types.js';
 import { AttemptBackends } from './attemptBackends.js';
 import type { JobMetricsRecorder } from './jobMetrics.js';
+import type { Attempt } from './attempt.js';
+import { routeOf, workerOfSubtask, type Placement } from './placement.js';
+import type { WorkerExchange } from './workerExchange.js';
+
+/**
+ * What an attempt needs of the checkpoint coordinator: the coordinator itself on one thread; in a worker thread, a
+ * link that carries the same calls to the coordinator on the main thread as messages.
+ */
+export type AttemptCoordinator = Pick<CheckpointCoordinator, 'attach' | 'detach' | 'trigger' | 'decline' | 'incremental' | 'persisting' | 'acknowledge' | 'failed'>;
+
+/** An attempt's share of a job run on worker threads: which worker it is, and its channels to the others. */
+export interface WorkerShare {
+  readonly placement: Placement;
+  readonly exchange: WorkerExchange;
+}
 
 export interface ExecutionOptions {
   graph: JobGraph;
@@ -29,7 +44,7 @@ export interface ExecutionOptions {
   maxParallelism: number;
   chunkSize: number;
   /** Absent when checkpointing is off. */
-  coordinator: CheckpointCoordinator | undefined;
+  coordinator: AttemptCoordinator | undefined;
   /** How operators with several inputs align barriers. */
   alignment: { mode: CheckpointMode; alignedTimeout: number | undefined };
   restored: LoadedCheckpoint | undefined;
@@ -37,6 +52,8 @@ export interface ExecutionOptions {
   restoringAtStart: boolean;
   /** Keeps the tasks' counters for metrics, across attempts. */
   metrics?: JobMetricsRecorder;
+  /** With worker threads: the subtasks this thread runs, and the exchange with the other workers. */
+  share?: WorkerShare;
 }
 
 /**
@@ -44,7 +61,7 @@ export interface ExecutionOptions {
  * and ends when every sink has seen the end of input (and, with checkpointing, the final checkpoint completed),
  * or when anything fails. A restart is a new Execution restored from the latest checkpoint.
  */
-export class Execution {
+export class Execution implements Attempt {
   readonly done: Promise<void>;
   private resolveDone!: () => void;
   private rejectDone!: (error: unknown) => void;
@@ -85,6 +102,7 @@ export class Execution {
       queryable: this.queryable,
       watermarkOf: (uid) => this.watermarkOf(uid),
       record: this.record,
+      runsHere: (index) => this.runsHere(index),
     });
     this.done = new Promise<void>((resolve, reject) => ((this.resolveDone = resolve), (this.rejectDone = reject)));
     // The caller may never look at `done` of an attempt that failed during setup; its error reaches it via `start`.
@@ -106,15 +124,24 @@ export class Execution {
      */
     const ends: Observable<StreamElement<unknown>>[] = [];
     const tasks = new Map<string, CheckpointTask>();
+    let channels = 0;
     for (const node of graph.nodes) {
       const task = this.taskContext(node);
+      // With worker threads, a node that does not take its records where they are reads them through the exchange:
+      // one channel per input, numbered in graph order, so alike in every worker.
+      const route = routeOf(node);
+      const inputs = node.inputs.map((input) => {
+        const local = outputs.get(input)!;
+        const { share } = this.options;
+        return share && route.kind !== 'local' ? share.exchange.gate(channels++, route, local, this.record, (id, by) => task.decline(id, by)) : local;
+      });
       let output: Observable<StreamElement<unknown>>;
       if (node.source) {
         output = await this.sourceOutput(node, task);
       } else if (node.sink) {
-        output = await this.sinkOutput(node, task, outputs.get(node.inputs[0]!)!);
+        output = await this.sinkOutput(node, task, inputs[0]!);
       } else {
-        output = node.build!(task, node.inputs.map((input) => outputs.get(input)!));
+        output = node.build!(task, inputs);
       }
       if (consumers.get(node)!.length === 0) ends.push(output);
       if (node.stateful) {
@@ -202,13 +229,27 @@ export class Execution {
       );
     }
     const restored = source.replayable ? offsets : [];
-    if (!source.splits) return this.subtaskOutput(node, task, await source.open({ uid: node.uid, restoredOffset: restored[0] }));
+    if (!source.splits) {
+      if (!task.runsHere) return this.idleSubtaskOutput(node, task);
+      return this.subtaskOutput(node, task, await source.open({ uid: node.uid, restoredOffset: restored[0] }));
+    }
     // Sources with splits (FLIP-27): the enumerator assigns the splits, each subtask reads its own, one flow goes on.
     const { splits } = source;
     const parallelism = node.parallelism ?? 1;
     const assigned = assignSplits({ uid: node.uid, name: source.name, splits: await splits.list(), parallelism, restored, fromOffset: splits.fromOffset?.bind(splits) });
-    const subtasks = assigned.map((mine, i) => this.subtaskOutput(node, task.subtask(i), new SplitReader(splits, node.uid, mine)));
-    return parallelism === 1 ? subtasks[0]! : mergeSubtasks(subtasks, { mode: task.alignment.mode, scheduler: task.scheduler, decline: (id, by) => task.decline(id, by) });
+    // Every worker computes the same assignment from the same saved splits, and reads only its own subtasks'.
+    const subtasks = assigned.flatMap((mine, i) => (this.runsHere(i) ? [this.subtaskOutput(node, task.subtask(i), new SplitReader(splits, node.uid, mine))] : []));
+    if (subtasks.length === 0) return this.idleSubtaskOutput(node, task);
+    return subtasks.length === 1 ? subtasks[0]! : mergeSubtasks(subtasks, { mode: task.alignment.mode, scheduler: task.scheduler, decline: (id, by) => task.decline(id, by) });
+  }
+
+  /**
+   * A worker that runs none of a source's subtasks still sends its barriers, watermarks and end downstream, so that
+   * the exchanges after it align and end: a subtask with nothing to read, which acknowledges nothing.
+   */
+  private idleSubtaskOutput(node: GraphNode, task: TaskContext): Observable<StreamElement<unknown>> {
+    const idle: TaskContext = { ...task, runsHere: false, snapshot: (_barrier, _capture, forward) => forward() };
+    return this.subtaskOutput(node, idle, { read: () => null, offset: () => null });
   }
 
   /** The flow of one source subtask, driven by its own runner, which saves the reader's offset at each barrier. */
@@ -231,6 +272,8 @@ export class Execution {
   }
 
   private async sinkOutput(node: GraphNode, task: TaskContext, input: Observable<StreamElement<unknown>>): Promise<Observable<StreamElement<unknown>>> {
+    // With worker threads a sink runs in worker 0; the others only pass its barriers on (no record reaches them).
+    if (!task.runsHere) return OperatorChain.after(input, { task, spec: { kind: node.sink!.name, setup: () => ({ onRecord: () => undefined, onWatermark: () => undefined }) } });
     const writer = await node.sink!.open({
       uid: node.uid,
       restoredState: task.restoredOperatorState,
@@ -258,7 +301,9 @@ export class Execution {
     const parallelism = node.parallelism ?? 1;
     const range = keyGroupRangeFor(index, parallelism, maxParallelism);
     let backend: KeyedStateBackend | undefined;
+    const runsHere = this.runsHere(index);
     return {
+      runsHere,
       watermark: this.watermarkOf(node.uid),
       subtaskIndex: index,
       parallelism,
@@ -277,9 +322,17 @@ export class Execution {
       restoredOperatorState: saved?.operators[0],
       keyedBackend: () => (backend ??= this.backends.open(node, index, range)),
       decline: (id, by) => coordinator?.decline(id, { uid: node.uid, subtask: index }, by),
-      snapshot: (barrier, capture, forward, alignment) => this.snapshots.snapshot(barrier.id, { uid: node.uid, subtask: index, range }, capture, forward, alignment),
+      // A subtask another worker runs acknowledges there: here its barrier only goes on.
+      snapshot: (barrier, capture, forward, alignment) =>
+        !runsHere ? forward() : this.snapshots.snapshot(barrier.id, { uid: node.uid, subtask: index, range }, capture, forward, alignment),
       counters: this.options.metrics?.task(node.uid, index, this.watermarkOf(node.uid), () => backend),
     };
+  }
+
+  /** Whether subtask `index` of a node runs on this thread: always, but with worker threads (i mod workers). */
+  private runsHere(index: number): boolean {
+    const placement = this.options.share?.placement;
+    return placement === undefined || workerOfSubtask(index, placement) === placement.worker;
   }
 
   private watermarkOf(uid: string): OperatorWatermark {

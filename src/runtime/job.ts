@@ -12,6 +12,9 @@ import { restartStrategy, type RestartStrategy, type RestartStrategyOptions } fr
 import { RestoreSelection, type RestoreFrom } from './restoreSelection.js';
 import { RunningJob } from './runningJob.js';
 import type { JobLogger } from './jobEvents.js';
+import type { Attempt } from './attempt.js';
+import { Execution, type ExecutionOptions } from './execution.js';
+import type { LoadedCheckpoint } from '../checkpoint/loadCheckpoint.js';
 import type { CheckpointStorage, Scheduler, Source, StateBackend } from '../core/types.js';
 import { DEFAULT_CHUNK_SIZE } from '../core/yieldToEventLoop.js';
 
@@ -132,6 +135,8 @@ export class Job {
   readonly graph: JobGraph;
   private running: RunningJob | undefined;
   private readonly restartStrategy: RestartStrategy;
+  /** The working state of every attempt: the one given, or a heap backend made once. */
+  private stateBackend: StateBackend | undefined;
 
   constructor(readonly options: JobOptions) {
     if (typeof options?.name !== 'string' || !/^[\w.-]+$/.test(options.name) || options.name === '.' || options.name === '..') {
@@ -165,7 +170,7 @@ export class Job {
     if (!(Number.isInteger(max) && max >= 1 && max <= 32768)) {
       throw new JobDefinitionError(`job '${options.name}': maxParallelism must be an integer from 1 to 32768, got ${max}`);
     }
-    const parallelism = options.parallelism ?? 1;
+    const parallelism = options.parallelism ?? ambientParallelism ?? 1;
     if (!(Number.isInteger(parallelism) && parallelism >= 1 && parallelism <= max)) {
       throw new JobDefinitionError(`job '${options.name}': parallelism must be an integer from 1 to maxParallelism (${max}), got ${parallelism}`);
     }
@@ -205,6 +210,19 @@ export class Job {
 
   /** Starts the job (once). `running.done` settles when it ends. */
   start(options: StartOptions = {}): RunningJob {
+    return this.launch(options, (execution, restored, restoringAtStart) => new Execution({ ...execution, restored, restoringAtStart }));
+  }
+
+  /**
+   * Starts the job with attempts made by `attempt` (an `Execution` on this thread for `start`; the worker threads of
+   * `startJob`), which get the job's execution options.
+   * @internal
+   */
+  launch(
+    options: StartOptions,
+    attempt: (execution: JobExecutionOptions, restored: LoadedCheckpoint | undefined, restoringAtStart: boolean, storage: CheckpointStorage | undefined) => Attempt,
+    queriesRefused?: string,
+  ): RunningJob {
     if (this.running) throw new JobDefinitionError(`job '${this.name}' was already started; create a new job to run it again`);
     checkOptions(`job '${this.name}': start`, options, START_OPTIONS);
     if (typeof options.restore === 'object') checkOptions(`job '${this.name}': start restore`, options.restore, ['savepoint', 'storage']);
@@ -247,15 +265,8 @@ export class Job {
       lock: storage?.lock ? () => storage.lock!(name) : undefined,
       restartStrategy: this.restartStrategy,
       logger: this.options.logger,
-      execution: {
-        graph: this.graph,
-        scheduler,
-        stateBackend: this.options.stateBackend ?? heapStateBackend(),
-        maxParallelism,
-        chunkSize: this.options.chunkSize ?? DEFAULT_CHUNK_SIZE,
-        coordinator,
-        alignment: { mode: checkpoints?.mode ?? 'exactly-once', alignedTimeout: checkpoints?.alignedTimeout },
-      },
+      attempt: (restored, restoringAtStart, metrics) => attempt({ ...this.executionOptions(coordinator), metrics }, restored, restoringAtStart, storage),
+      queriesRefused,
       restoreAtStart: () => selection.atStart(options.restore, options.allowNonRestoredState ?? false),
       restoreAfterFailure: (startedFrom) => selection.afterFailure(startedFrom),
     });
@@ -268,7 +279,47 @@ export class Job {
     this.running.done.then(() => ended(undefined), ended);
     return this.running;
   }
+
+  /**
+   * What every attempt of this job runs with, given its coordinator (a worker thread's link to the main thread's).
+   * @internal
+   */
+  executionOptions(coordinator: ExecutionOptions['coordinator']): JobExecutionOptions {
+    const { checkpoints, scheduler = asyncScheduler } = this.options;
+    return {
+      graph: this.graph,
+      scheduler,
+      stateBackend: (this.stateBackend ??= this.options.stateBackend ?? heapStateBackend()),
+      maxParallelism: this.options.maxParallelism ?? DEFAULT_MAX_PARALLELISM,
+      chunkSize: this.options.chunkSize ?? DEFAULT_CHUNK_SIZE,
+      coordinator,
+      alignment: { mode: checkpoints?.mode ?? 'exactly-once', alignedTimeout: checkpoints?.alignedTimeout },
+    };
+  }
 }
+
+/** The default parallelism of the jobs `withDefaultParallelism` creates. */
+let ambientParallelism: number | undefined;
+
+/**
+ * Runs `build` (a job module's function, which calls `createJob`) with `parallelism` as the default parallelism of
+ * the jobs it creates: `startJob` gives a job as many instances of each keyed operator as workers unless the job
+ * says otherwise, and the job module has no other way to learn it before its graph is built. `build` is synchronous,
+ * so the default never leaks to another job.
+ * @internal
+ */
+export function withDefaultParallelism<T>(parallelism: number, build: () => T): T {
+  const previous = ambientParallelism;
+  ambientParallelism = parallelism;
+  try {
+    return build();
+  } finally {
+    ambientParallelism = previous;
+  }
+}
+
+/** What an attempt of a job runs with but for its restore (see `Job.executionOptions`). */
+export type JobExecutionOptions = Omit<ExecutionOptions, 'restored' | 'restoringAtStart' | 'share'>;
 
 /** Creates a job. See `Job`. */
 export function createJob(options: JobOptions): Job {

@@ -4,7 +4,7 @@ import type { CheckpointStats } from '../checkpoint/checkpointStats.js';
 import type { LoadedCheckpoint } from '../checkpoint/loadCheckpoint.js';
 import { checkOptions } from '../core/checkOptions.js';
 import { JobDefinitionError, WeirError } from '../core/errors.js';
-import { Execution, type ExecutionOptions } from './execution.js';
+import type { Attempt } from './attempt.js';
 import { StateQueries, type KeyPage, type KeyPageOptions, type QueryableStateReader, type QueryOptions } from '../query/stateQueries.js';
 import type { QueryableStateInfo } from '../query/queryableStateRegistry.js';
 import type { RestartStrategy } from './restartStrategy.js';
@@ -39,7 +39,10 @@ export interface RunSetup {
   restartStrategy: RestartStrategy;
   /** Where the job's events are logged (none by default). */
   logger?: JobLogger;
-  execution: Omit<ExecutionOptions, 'restored' | 'restoringAtStart'>;
+  /** A new attempt restored from `restored` (`restoringAtStart` when restoring a persisted checkpoint at job start). */
+  attempt(restored: LoadedCheckpoint | undefined, restoringAtStart: boolean, metrics: JobMetricsRecorder): Attempt;
+  /** Why this run answers no state queries (its attempts run on worker threads); undefined when it answers them. */
+  queriesRefused?: string;
   /** Finds the checkpoint to start from (and prepares the coordinator); undefined for a fresh start. */
   restoreAtStart(): Promise<LoadedCheckpoint | undefined>;
   /** The checkpoint to restart from after a failure, given the checkpoint the run started from. */
@@ -53,7 +56,7 @@ export interface RunSetup {
 export class RunningJob implements QueryableStateReader {
   /** Resolves when the job has finished (its output committed); rejects with the error that made it fail. */
   readonly done: Promise<JobResult>;
-  private execution: Execution | undefined;
+  private execution: Attempt | undefined;
   private status = 'finished' as JobResult['status'];
   private restartCount = 0;
   /** What the start restored, and what the latest attempt restored. */
@@ -106,6 +109,7 @@ export class RunningJob implements QueryableStateReader {
    * await running.query<number>('clicks-per-user', 'ada', { asOf: 3 });    // as of checkpoint 3
    */
   query<T = unknown>(name: string, key: Key, options?: QueryOptions): Promise<T | undefined> {
+    if (this.setup.queriesRefused) return Promise.reject(new JobDefinitionError(this.setup.queriesRefused));
     return this.queries.query<T>(name, key, options);
   }
 
@@ -117,6 +121,7 @@ export class RunningJob implements QueryableStateReader {
    * while (page.cursor) page = await running.queryKeys('clicks-per-user', { prefix: 'user-', limit: 500, cursor: page.cursor });
    */
   queryKeys(name: string, options?: KeyPageOptions): Promise<KeyPage> {
+    if (this.setup.queriesRefused) return Promise.reject(new JobDefinitionError(this.setup.queriesRefused));
     return this.queries.queryKeys(name, options);
   }
 
@@ -233,7 +238,8 @@ export class RunningJob implements QueryableStateReader {
     const cancelling = !this.ended;
     if (cancelling) {
       this.status = 'cancelled';
-      this.execution?.cancel(new WeirError(`job '${this.setup.job}' was cancelled`));
+      // The attempt's `done` (awaited by `run`) settles once everything it ran is gone.
+      void this.execution?.cancel(new WeirError(`job '${this.setup.job}' was cancelled`));
       this.cancelRestartDelay?.();
     }
     return this.done
@@ -275,7 +281,7 @@ export class RunningJob implements QueryableStateReader {
       if (this.startedFrom) this.events.emit({ type: 'restore', job: setup.job, restoredFrom: this.startedFrom, restart: false });
       let restored = startedFrom;
       for (;;) {
-        const execution = new Execution({ ...setup.execution, metrics: this.recorder, restored, restoringAtStart: restored === startedFrom && this.restartCount === 0 });
+        const execution = setup.attempt(restored, restored === startedFrom && this.restartCount === 0, this.recorder);
         this.execution = execution;
         try {
           if (this.cancelled()) return this.result();
@@ -287,7 +293,8 @@ export class RunningJob implements QueryableStateReader {
           return this.result();
         } catch (error) {
           this.queries.detach();
-          execution.cancel(error);
+          // Everything the attempt ran is gone (its worker threads terminated) before the next one starts.
+          await execution.cancel(error);
           if (this.cancelled()) return this.result();
           // A definition error would fail every attempt alike: the job fails at once, as Flink's SuppressRestartsException.
           const delay = error instanceof JobDefinitionError ? undefined : setup.restartStrategy(this.restartCount + 1);

@@ -1,0 +1,66 @@
+import { pathToFileURL } from 'node:url';
+import { checkOptions } from '../core/checkOptions.js';
+import { JobDefinitionError } from '../core/errors.js';
+import { withDefaultParallelism, type StartOptions } from '../runtime/job.js';
+import { checkPlaceable } from '../runtime/placement.js';
+import type { RunningJob } from '../runtime/runningJob.js';
+import { jobOf } from './jobModule.js';
+import { WorkerAttempt } from './workerAttempt.js';
+
+export type { JobDefinition, JobModuleContext } from './jobModule.js';
+
+export type StartJobOptions = StartOptions & {
+  /** Worker threads that run the job's subtasks (at least 1). */
+  workers: number;
+  /** The job module's export that builds the job (default `'default'`). */
+  export?: string;
+  /** Modules each worker imports before the job module, e.g. a TypeScript loader. */
+  preload?: (string | URL)[];
+};
+
+/**
+ * Starts a job on worker threads. The job is defined in a module whose export builds it (user functions cannot cross
+ * threads, so every worker builds the same graph from the module, as every Flink TaskManager runs the job's code).
+ * The main thread imports it too, to read the job's options and graph, and runs the checkpoint coordinator, the
+ * storages' lock, restarts and restores; the workers run the subtasks: a source's split subtask i and a keyed
+ * operator's instance i in worker i mod workers, a sink or a stateful operator with one instance in worker 0, the
+ * stateless operators in every worker. Keyed operators get `workers` instances unless the job sets `parallelism`.
+ * @example
+ * // clicks.job.ts
+ * export default () => {
+ *   const job = createJob({ name: 'clicks', checkpoints: { storage: fsCheckpointStorage('./ck'), interval: 1000 } });
+ *   job.source(fromArray(clicks, { splits: 8 }), { uid: 'clicks' })
+ *     .pipe(keyBy((c) => c.user), reduce((a, b) => ({ ...a, n: a.n + b.n }), { uid: 'per-user' }), toFile('out.jsonl'));
+ *   return job;
+ * };
+ * // main.ts
+ * const running = await startJob(new URL('./clicks.job.js', import.meta.url), { workers: 2, restore: 'latest' });
+ * await running.done;
+ */
+export async function startJob(moduleUrl: string | URL, options: StartJobOptions): Promise<RunningJob> {
+  const { workers, export: exportName = 'default', preload = [], ...start } = options ?? ({} as StartJobOptions);
+  const url = moduleUrl instanceof URL ? moduleUrl.href : moduleUrl.startsWith('file:') ? moduleUrl : pathToFileURL(moduleUrl).href;
+  checkOptions(`startJob (${url})`, options, ['workers', 'export', 'preload', 'restore', 'allowNonRestoredState']);
+  if (!(Number.isInteger(workers) && workers >= 1)) throw new JobDefinitionError(`startJob (${url}): workers must be an integer ≥ 1, got ${String(workers)}`);
+  const module = (await import(url)) as Record<string, unknown>;
+  const job = withDefaultParallelism(workers, () => jobOf(module, exportName, url, { workers, worker: undefined }));
+  checkPlaceable(job.graph);
+  let attempt = 0;
+  const queriesRefused =
+    `job '${job.name}' runs on worker threads, where state queries are not routed to the owning worker yet; ` +
+    'query a job started with job.start() on one thread, or read its checkpoints with the State Processor (readSavepoint)';
+  return job.launch(start, (execution, restored, restoringAtStart, storage) =>
+    new WorkerAttempt({
+      attempt: ++attempt,
+      workers,
+      moduleUrl: url,
+      exportName,
+      preload: preload.map((entry) => (entry instanceof URL ? entry.href : entry)),
+      execution,
+      storage,
+      restored,
+      restoringAtStart,
+    }),
+    queriesRefused,
+  );
+}

@@ -1,0 +1,332 @@
+import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
+import { taskId, type CheckpointTask, type SavepointTarget } from '../checkpoint/coordinator.js';
+import type { CheckpointParticipants } from '../checkpoint/checkpointParticipants.js';
+import type { LoadedCheckpoint } from '../checkpoint/loadCheckpoint.js';
+import { JobDefinitionError, WorkerFailedError } from '../core/errors.js';
+import type { CheckpointStorage } from '../core/types.js';
+import { QueryableStateRegistry } from '../query/queryableStateRegistry.js';
+import type { Attempt } from '../runtime/attempt.js';
+import type { JobExecutionOptions } from '../runtime/job.js';
+import type { WorkerSetup } from '../runtime/workerTasks.js';
+import { describeMessage, fromWireError, toWireError, type FromWorker, type ToWorker, type WireError } from '../runtime/workerProtocol.js';
+import type { SnapshotTarget } from '../task/snapshotWriter.js';
+
+/** Node runs the worker entry as TypeScript from the sources (with a loader preloaded), as JavaScript from the build. */
+const JOB_WORKER = import.meta.url.endsWith('.ts') ? './jobWorker.ts' : './jobWorker.js';
+const BOOTSTRAP = new URL('./jobWorkerBootstrap.mjs', import.meta.url);
+
+export interface WorkerAttemptOptions {
+  readonly attempt: number;
+  readonly workers: number;
+  /** The job module and the name of its export that builds the job. */
+  readonly moduleUrl: string;
+  readonly exportName: string;
+  /** Modules each worker imports first (a TypeScript loader). */
+  readonly preload: readonly string[];
+  readonly execution: JobExecutionOptions;
+  /** The job's checkpoint storage; undefined with checkpointing off. */
+  readonly storage: CheckpointStorage | undefined;
+  readonly restored: LoadedCheckpoint | undefined;
+  readonly restoringAtStart: boolean;
+}
+
+/** The thread ids of every job worker spawned in this process that has not exited yet. */
+const live = new Set<number>();
+
+/**
+ * The thread ids of the job workers (`startJob`) of this process that have not exited: empty once every job ended,
+ * since an attempt terminates all its workers before it settles. For leak checks in tests and health endpoints.
+ * @example
+ * await running.cancel();
+ * assert.deepEqual(liveJobWorkers(), []);
+ */
+export function liveJobWorkers(): number[] {
+  return [...live];
+}
+
+/** Where an attempt is (see `WorkerAttempt`). */
+type State = 'spawning' | 'running' | 'finishing' | 'done' | 'failed';
+
+/** The main thread's side of a worker that has not exited yet. */
+interface Spawned {
+  readonly worker: Worker;
+  readonly exited: Promise<void>;
+}
+
+/**
+ * One attempt of a job started with `startJob`, seen from the main thread: spawns the workers (each builds the job
+ * from its module and runs its share of the subtasks), connects every ordered pair of them with a MessageChannel
+ * before any record flows, and bridges the job's checkpoint coordinator and storages to them.
+ *
+ * The protocol is a state machine, so that no order between different workers' messages is assumed:
+ * `spawning` until every worker is `ready` (only then is the coordinator attached, so no barrier reaches a worker
+ * that has not wired its tasks); `running`; `finishing` once every worker reported its sources `finished` (the final
+ * checkpoint is triggered then, never before every worker started); `done` once every worker is `done`, or `failed`
+ * at the first failure, which terminates every worker before `done` rejects. A message that comes early (a worker's
+ * sources finished before another is ready) is only counted; the transition waits for the rest.
+ */
+export class WorkerAttempt implements Attempt {
+  readonly done: Promise<void>;
+  readonly queryable: QueryableStateRegistry;
+  private resolveDone!: () => void;
+  private rejectDone!: (error: unknown) => void;
+  private state: State = 'spawning';
+  private readonly spawned: Spawned[] = [];
+  private readonly ready = new Set<number>();
+  private readonly finished = new Set<number>();
+  private readonly ended = new Set<number>();
+  private markStarted!: () => void;
+  private failStart!: (error: unknown) => void;
+  private readonly started: Promise<void>;
+  private finalSavepoint: SavepointTarget | undefined;
+  /** Storages the workers write to, by number: the job's first, then savepoints' own as they are used. */
+  private readonly storages: CheckpointStorage[] = [];
+  /** The snapshot target the coordinator announced for the barrier it injects next. */
+  private announced: { target: SnapshotTarget; storage: number } | undefined;
+  /** Commits in flight: the workers that have not answered yet, by checkpoint id. */
+  private readonly commits = new Map<number, { waiting: Set<number>; resolve(): void; reject(error: unknown): void }>();
+  private readonly trace = process.env.WEIR_WORKER_TRACE === '1';
+
+  constructor(private readonly options: WorkerAttemptOptions) {
+    this.queryable = new QueryableStateRegistry(options.execution.graph.jobName, options.execution.maxParallelism);
+    this.queryable.close();
+    this.done = new Promise<void>((resolve, reject) => ((this.resolveDone = resolve), (this.rejectDone = reject)));
+    this.done.catch(() => undefined);
+    this.started = new Promise<void>((resolve, reject) => ((this.markStarted = resolve), (this.failStart = reject)));
+    this.started.catch(() => undefined);
+    if (options.storage) this.storages.push(options.storage);
+  }
+
+  private get job(): string {
+    return this.options.execution.graph.jobName;
+  }
+
+  /** Spawns the workers; resolves once every one has built, restored and started its tasks. */
+  async start(): Promise<void> {
+    const { workers, attempt, restored, restoringAtStart, execution, moduleUrl, exportName, preload } = this.options;
+    const { graph, coordinator } = execution;
+    // One channel per ordered pair: worker i sends to j on outgoing[i][j], which j reads as incoming[j][i].
+    const outgoing: (MessagePort | undefined)[][] = Array.from({ length: workers }, () => new Array<MessagePort | undefined>(workers).fill(undefined));
+    const incoming: (MessagePort | undefined)[][] = Array.from({ length: workers }, () => new Array<MessagePort | undefined>(workers).fill(undefined));
+    for (let from = 0; from < workers; from++) {
+      for (let to = 0; to < workers; to++) {
+        if (from === to) continue;
+        const { port1, port2 } = new MessageChannel();
+        outgoing[from]![to] = port1;
+        incoming[to]![from] = port2;
+      }
+    }
+    const restore = restored ? { path: restored.path, storage: this.storageNumber(restored.storage ?? this.options.storage!) } : undefined;
+    for (let w = 0; w < workers; w++) {
+      const setup: WorkerSetup = {
+        attempt,
+        placement: { worker: w, workers },
+        uids: graph.nodes.map((node) => node.uid),
+        storages: this.storages.map((storage, index) => ({ index, location: storage.location, maxStateSize: storage.maxStateSize })),
+        restore,
+        restoringAtStart,
+        checkpointing: coordinator !== undefined,
+        incremental: coordinator?.incremental ?? false,
+      };
+      const ports = [...outgoing[w]!, ...incoming[w]!].filter((port): port is MessagePort => port !== undefined);
+      const worker = new Worker(BOOTSTRAP, {
+        workerData: { setup, moduleUrl, exportName, preload, entry: new URL(JOB_WORKER, import.meta.url).href, outgoing: outgoing[w], incoming: incoming[w] },
+        transferList: ports,
+      });
+      live.add(worker.threadId);
+      const { threadId } = worker;
+      const exited = new Promise<void>((resolve) => worker.once('exit', () => (live.delete(threadId), resolve())));
+      this.spawned.push({ worker, exited });
+      worker.on('message', (message: FromWorker) => this.onMessage(w, message));
+      worker.on('error', (error) => this.fail(this.workerError(w, 'had an uncaught error', toWireError(error))));
+      worker.on('exit', (code) => {
+        if (this.state !== 'done' && this.state !== 'failed') {
+          this.fail(new WorkerFailedError(`job '${this.job}': worker ${w} exited with code ${code} while the job ran; it restarts as its restart strategy allows`, w));
+        }
+      });
+    }
+    await this.started;
+  }
+
+  /** Graceful stop: every worker's sources stop, and the final checkpoint (a savepoint, if given) goes on as usual. */
+  drain(savepoint?: SavepointTarget): void {
+    this.finalSavepoint = savepoint;
+    this.post({ t: 'drain', a: this.options.attempt });
+  }
+
+  /** Ends the attempt at once; settles once every worker has exited. */
+  async cancel(reason: unknown): Promise<void> {
+    this.fail(reason);
+    await this.terminated();
+  }
+
+  private onMessage(w: number, message: FromWorker): void {
+    if (this.trace) process.stderr.write(`${describeMessage('←', w, message)}\n`);
+    // A failed or ended attempt takes nothing more; a message of another attempt never reaches this one.
+    if (message.a !== this.options.attempt || this.state === 'failed' || this.state === 'done') return;
+    const coordinator = this.options.execution.coordinator;
+    switch (message.t) {
+      case 'ready':
+        this.ready.add(w);
+        if (this.ready.size === this.options.workers && this.state === 'spawning') {
+          this.state = 'running';
+          coordinator?.attach(this.participants());
+          this.markStarted();
+        }
+        return this.maybeFinish();
+      case 'finished':
+        this.finished.add(w);
+        return this.maybeFinish();
+      case 'done':
+        this.ended.add(w);
+        if (this.ended.size === this.options.workers) void this.succeed();
+        return;
+      case 'error':
+        return this.fail(this.workerError(w, 'failed', message.error));
+      case 'persisting':
+        return coordinator?.persisting(message.id, message.task);
+      case 'acknowledge':
+        return coordinator?.acknowledge(message.id, message.task, message.handles, message.stats);
+      case 'failed':
+        return coordinator?.failed(message.id, message.task, fromWireError(message.error));
+      case 'decline':
+        return coordinator?.decline(message.id, message.task, message.by);
+      case 'committed': {
+        const commit = this.commits.get(message.id);
+        commit?.waiting.delete(w);
+        if (commit && commit.waiting.size === 0) {
+          this.commits.delete(message.id);
+          commit.resolve();
+        }
+        return;
+      }
+      case 'commitFailed': {
+        const commit = this.commits.get(message.id);
+        this.commits.delete(message.id);
+        commit?.reject(this.workerError(w, `failed to commit checkpoint ${message.id}`, message.error));
+        return;
+      }
+      case 'storage':
+        return this.serveStorage(w, message);
+    }
+  }
+
+  /** The final checkpoint goes once every worker started and every worker's sources finished. */
+  private maybeFinish(): void {
+    if (this.state !== 'running' || this.finished.size < this.options.workers) return;
+    this.state = 'finishing';
+    const { coordinator } = this.options.execution;
+    if (!coordinator) return;
+    coordinator.trigger(true, this.finalSavepoint).then(
+      () => this.post({ t: 'finalDone', a: this.options.attempt }),
+      (error: unknown) => this.fail(error),
+    );
+  }
+
+  /** What the coordinator sends to the tasks, as messages to every worker. */
+  private participants(): CheckpointParticipants {
+    const { graph } = this.options.execution;
+    const a = this.options.attempt;
+    const tasks = new Map<string, CheckpointTask>();
+    for (const node of graph.nodes) {
+      if (!node.stateful) continue;
+      for (let subtask = 0; subtask < (node.parallelism ?? 1); subtask++) tasks.set(taskId(node.uid, subtask), { uid: node.uid, subtask, role: node.role });
+    }
+    return {
+      tasks,
+      beginSnapshot: (target, storage) => {
+        this.announced = { target, storage: this.storageNumber(storage) };
+      },
+      injectBarrier: (barrier) => {
+        const announced = this.announced!;
+        const storage = this.storages[announced.storage]!;
+        this.post({
+          t: 'barrier',
+          a,
+          target: announced.target,
+          storage: { index: announced.storage, location: storage.location, maxStateSize: storage.maxStateSize },
+          timestamp: barrier.timestamp,
+          final: barrier.final,
+        });
+      },
+      endSnapshot: (id) => this.post({ t: 'end', a, id }),
+      injectCancel: (id) => this.post({ t: 'cancelCheckpoint', a, id }),
+      notifyComplete: (id) =>
+        new Promise<void>((resolve, reject) => {
+          this.commits.set(id, { waiting: new Set(this.spawned.map((_, w) => w)), resolve, reject });
+          this.post({ t: 'commit', a, id });
+        }),
+      fail: (error) => this.fail(error),
+    };
+  }
+
+  /** The number the workers know a storage by: a savepoint into another storage gets the next one. */
+  private storageNumber(storage: CheckpointStorage): number {
+    let index = this.storages.indexOf(storage);
+    if (index < 0) index = this.storages.push(storage) - 1;
+    return index;
+  }
+
+  private serveStorage(w: number, message: Extract<FromWorker, { t: 'storage' }>): void {
+    const a = this.options.attempt;
+    const storage = this.storages[message.storage]!;
+    const call = (): Promise<unknown> => {
+      switch (message.op) {
+        case 'read':
+          return storage.read(message.path);
+        case 'write':
+          return storage.write(message.path, message.data!);
+        case 'list':
+          return storage.list(message.path);
+        case 'remove':
+          return storage.remove(message.path);
+      }
+    };
+    Promise.resolve()
+      .then(call)
+      .then(
+        (value) => this.postTo(w, { t: 'storageReply', a, request: message.request, ok: true, value }),
+        (error: unknown) => this.postTo(w, { t: 'storageReply', a, request: message.request, ok: false, error: toWireError(error) }),
+      );
+  }
+
+  private workerError(w: number, what: string, cause: WireError): Error {
+    const error = fromWireError(cause);
+    const message = `job '${this.job}': worker ${w} ${what}: ${cause.name}: ${cause.message}`;
+    // A definition error fails every attempt alike: it stays one, so the job fails at once instead of restarting.
+    if (cause.name === 'JobDefinitionError' || cause.name === 'NonRestoredStateError') return new JobDefinitionError(message, { cause: error });
+    return new WorkerFailedError(message, w, { cause: error });
+  }
+
+  private post(message: ToWorker): void {
+    for (let w = 0; w < this.spawned.length; w++) this.postTo(w, message);
+  }
+
+  private postTo(w: number, message: ToWorker): void {
+    if (this.state === 'failed' || this.state === 'done') return;
+    if (this.trace) process.stderr.write(`${describeMessage('→', w, message)}\n`);
+    this.spawned[w]!.worker.postMessage(message);
+  }
+
+  private async succeed(): Promise<void> {
+    this.state = 'done';
+    this.options.execution.coordinator?.detach(new Error('the job finished'));
+    await this.terminated();
+    this.resolveDone();
+  }
+
+  private fail(error: unknown): void {
+    if (this.state === 'done' || this.state === 'failed') return;
+    this.state = 'failed';
+    this.options.execution.coordinator?.detach(error);
+    for (const commit of this.commits.values()) commit.reject(error);
+    this.commits.clear();
+    this.failStart(error);
+    void this.terminated().then(() => this.rejectDone(error));
+  }
+
+  /** Terminates every worker; settles once each has exited. */
+  private async terminated(): Promise<void> {
+    await Promise.all(this.spawned.map(({ worker, exited }) => Promise.all([worker.terminate().catch(() => undefined), exited])));
+  }
+}

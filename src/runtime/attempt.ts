@@ -1,0 +1,19 @@
+import type { SavepointTarget } from '../checkpoint/coordinator.js';
+import type { QueryableStateRegistry } from '../query/queryableStateRegistry.js';
+
+/**
+ * One attempt at running a job, as `RunningJob` drives it through restarts: an `Execution` on this thread, or the
+ * workers of `startJob`. Restart strategy, restore selection, lock and periodic checkpoints stay the job's.
+ */
+export interface Attempt {
+  /** Builds and starts the attempt; rejects when it cannot start (the attempt has failed then). */
+  start(): Promise<void>;
+  /** Settles when the attempt ends: resolves when every sink has finished, rejects with what failed it. */
+  readonly done: Promise<void>;
+  /** Graceful stop: sources stop reading, in-flight records drain, the final checkpoint (or `savepoint`) commits. */
+  drain(savepoint?: SavepointTarget): void;
+  /** Ends the attempt at once; settles once everything it ran is gone (worker threads terminated). */
+  cancel(reason: unknown): void | Promise<void>;
+  /** The attempt's queryable states. */
+  readonly queryable: QueryableStateRegistry;
+}

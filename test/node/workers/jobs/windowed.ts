@@ -1,0 +1,21 @@
+// A windowed job module for the worker-thread tests: per-key sums in tumbling event-time windows over a split array,
+// written to the file named in WEIR_TEST_JOB. The watermark lags by more than the input spans, so no record is late
+// in any interleaving of the splits, and the windows' sums are the same on one thread and on any number of workers.
+import { assignTimestamps, createJob, fromArray, keyBy, reduce, tumbling, window } from '../../../../src/index.js';
+import { toFile } from '../../../../src/node/index.js';
+
+export function windowed() {
+  const { name, out } = JSON.parse(process.env.WEIR_TEST_JOB!) as { name: string; out: string };
+  const job = createJob({ name });
+  const records = Array.from({ length: 3000 }, (_, i) => ({ key: `k${i % 13}`, at: i * 10, value: i }));
+  job
+    .source(fromArray(records, { splits: 3 }), { uid: 'records' })
+    .pipe(
+      assignTimestamps((record) => record.at, { outOfOrderness: 40_000 }),
+      keyBy((record) => record.key),
+      window(tumbling(1_000)),
+      reduce((a, b) => ({ ...a, value: a.value + b.value }), { uid: 'per-second' }),
+      toFile(out, { uid: 'out', format: (record) => `${record.key}@${Math.floor(record.at / 1_000)}=${record.value}` }),
+    );
+  return job;
+}

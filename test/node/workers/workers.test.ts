@@ -1,0 +1,190 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { WeirError, type RunningJob } from 'weir';
+import { fsCheckpointStorage, liveJobWorkers, startJob } from 'weir/node';
+import type { KeyedSumSettings } from './jobs/keyedSum.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'weir-workers-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const keyedSum = new URL('./jobs/keyedSum.ts', import.meta.url);
+const preload = [new URL('./registerTsx.mjs', import.meta.url)];
+let runs = 0;
+
+/** The settings of a fresh run, with its own output file. */
+function settings(overrides: Partial<KeyedSumSettings> = {}): KeyedSumSettings {
+  runs++;
+  return { name: `sum-${runs}`, out: join(dir, `out-${runs}.txt`), records: 2000, keys: 37, splits: 4, ...overrides };
+}
+
+async function run(job: KeyedSumSettings, options: { workers: number; restore?: 'latest' }) {
+  process.env.WEIR_TEST_JOB = JSON.stringify(job);
+  const running = await startJob(keyedSum, { ...options, preload });
+  const result = await running.done;
+  return { result, lines: lines(job.out) };
+}
+
+function lines(path: string): string[] {
+  return readFileSync(path, 'utf8').split('\n').filter(Boolean).sort();
+}
+
+/** The final sum of every key, computed here. */
+function expected(records: number, keys: number): string[] {
+  // The job reads its splits in any interleaving: the final sums are what every interleaving agrees on, so the
+  // tests compare those, and the line count (one running sum per record, exactly once).
+  const sums = new Map<string, number>();
+  for (let i = 0; i < records; i++) sums.set(`k${i % keys}`, (sums.get(`k${i % keys}`) ?? 0) + i);
+  return [...sums].map(([key, sum]) => `${key}=${sum}`).sort();
+}
+
+/** Each key's last line: the final sums. */
+function finals(output: string[]): string[] {
+  const last = new Map<string, number>();
+  for (const line of output) {
+    const [key, value] = line.split('=');
+    last.set(key!, Math.max(last.get(key!) ?? 0, Number(value)));
+  }
+  return [...last].map(([key, sum]) => `${key}=${sum}`).sort();
+}
+
+describe('startJob on worker threads', { timeout: 240_000 }, () => {
+  it('computes with 2 workers what 1 worker computes, exactly once', async () => {
+    const two = await run(settings({ checkpoints: 'memory' }), { workers: 2 });
+    const one = await run(settings({ checkpoints: 'memory' }), { workers: 1 });
+    expect(two.result.status).toBe('finished');
+    expect(two.lines).toHaveLength(2000);
+    expect(finals(two.lines)).toEqual(expected(2000, 37));
+    expect(finals(one.lines)).toEqual(finals(two.lines));
+    expect(one.lines).toHaveLength(2000);
+  });
+});
+
+describe('checkpoints, restore and rescale across workers', { timeout: 240_000 }, () => {
+  /** Runs a slowed job, stops it with a savepoint once it has checkpointed, and returns its output and what to restore. */
+  async function stopMidway(job: KeyedSumSettings, start: () => Promise<RunningJob>) {
+    const running = await start();
+    await running.checkpoint();
+    const result = await running.stop({ savepoint: { path: 'savepoints' } });
+    expect(result.status).toBe('stopped');
+    const last = result.checkpoints.at(-1)!;
+    // Stopped after its input ended, the job's last checkpoint is its final one rather than the savepoint.
+    return { lines: lines(job.out), restore: last.kind === 'savepoint' ? { savepoint: last.path } : last.path };
+  }
+
+  for (const [from, to] of [
+    [2, 1],
+    [2, 3],
+    [0, 2],
+  ] as const) {
+    it(`a savepoint taken ${from === 0 ? 'on one thread' : `with ${from} workers`} restores with ${to} workers, each record once`, async () => {
+      const checkpoints = join(dir, `ck-${from}-${to}`);
+      const first = settings({ records: 4000, chunkSize: 1, checkpoints });
+      process.env.WEIR_TEST_JOB = JSON.stringify(first);
+      const start = from === 0 ? async () => (await import('./jobs/keyedSum.js')).default().start() : () => startJob(keyedSum, { workers: from, preload });
+      const stopped = await stopMidway(first, start);
+      // The restored sink appends to the same file, where its saved state says the committed output ends.
+      const running = await startJob(keyedSum, { workers: to, preload, restore: stopped.restore });
+      expect((await running.done).status).toBe('finished');
+      const all = lines(first.out);
+      expect(all.length).toBeGreaterThanOrEqual(stopped.lines.length);
+      expect(all).toHaveLength(4000);
+      expect(finals(all)).toEqual(expected(4000, 37));
+      expect(liveJobWorkers()).toEqual([]);
+    });
+  }
+});
+
+describe('failures in workers', { timeout: 240_000 }, () => {
+  for (const how of ['throw', 'exit'] as const) {
+    it(`restarts from the latest checkpoint after a worker's user function ${how === 'throw' ? 'throws' : 'calls process.exit'}, output exactly once`, async () => {
+      const job = settings({ records: 3000, chunkSize: 16, checkpoints: join(dir, `ck-fail-${how}`), interval: 20, failAt: { value: 2001, how, marker: join(dir, `failed-${how}`) } });
+      const { result, lines: output } = await run(job, { workers: 2 });
+      expect(result.status).toBe('finished');
+      expect(result.restarts).toBe(1);
+      expect(output).toHaveLength(3000);
+      expect(finals(output)).toEqual(expected(3000, 37));
+      expect(liveJobWorkers()).toEqual([]);
+    });
+  }
+
+  it('names the worker and the cause when the restart strategy gives up', async () => {
+    const job = settings({ records: 500, failAt: { value: 7, how: 'throw', marker: join(dir, 'never', 'marker') } });
+    process.env.WEIR_TEST_JOB = JSON.stringify(job);
+    const running = await startJob(keyedSum, { workers: 2, preload });
+    const error = (await running.done.catch((failure: unknown) => failure)) as Error;
+    expect(error).toBeInstanceOf(WeirError);
+    expect(error.message).toMatch(/worker \d failed: .*ENOENT/);
+    expect(liveJobWorkers()).toEqual([]);
+  });
+
+  it('cancel ends every worker', async () => {
+    const job = settings({ records: 100_000, chunkSize: 1, checkpoints: 'memory' });
+    process.env.WEIR_TEST_JOB = JSON.stringify(job);
+    const running = await startJob(keyedSum, { workers: 2, preload });
+    await running.checkpoint();
+    expect(liveJobWorkers()).toHaveLength(2);
+    expect((await running.cancel()).status).toBe('cancelled');
+    expect(liveJobWorkers()).toEqual([]);
+  });
+
+  it('fails at once, naming the first difference, when a worker builds another graph', async () => {
+    const running = await startJob(new URL('./jobs/unstableGraph.ts', import.meta.url), { workers: 2, preload });
+    await expect(running.done).rejects.toThrow(/worker \d failed: JobDefinitionError: .*worker \d built another graph than the main thread: operator 1 is 'map-worker-\d' there, 'map-main'/);
+    expect(running.restarts).toBe(0);
+    expect(liveJobWorkers()).toEqual([]);
+  });
+});
+
+describe('results on one thread and on workers', { timeout: 240_000 }, () => {
+  it('are the same', async () => {
+    const job = settings({ records: 1500 });
+    process.env.WEIR_TEST_JOB = JSON.stringify(job);
+    await (await import('./jobs/keyedSum.js')).default().start().done;
+    const oneThread = lines(job.out);
+    const { lines: two } = await run({ ...job, out: join(dir, 'out-two.txt') }, { workers: 2 });
+    expect(two).toHaveLength(1500);
+    expect(finals(two)).toEqual(finals(oneThread));
+  });
+});
+
+describe('a windowed job on workers', { timeout: 240_000 }, () => {
+  it('fires the same windows as on one thread', async () => {
+    const windowed = new URL('./jobs/windowed.ts', import.meta.url);
+    process.env.WEIR_TEST_JOB = JSON.stringify({ name: 'windowed-one', out: join(dir, 'windowed-one.txt') });
+    await (await import('./jobs/windowed.js')).windowed().start().done;
+    process.env.WEIR_TEST_JOB = JSON.stringify({ name: 'windowed-two', out: join(dir, 'windowed-two.txt') });
+    const running = await startJob(windowed, { workers: 2, preload, export: 'windowed' });
+    await running.done;
+    const oneThread = lines(join(dir, 'windowed-one.txt'));
+    expect(oneThread).toHaveLength(13 * 30);
+    expect(lines(join(dir, 'windowed-two.txt'))).toEqual(oneThread);
+  });
+});
+
+describe('state queries on workers', { timeout: 240_000 }, () => {
+  it('are refused with a message that says so', async () => {
+    process.env.WEIR_TEST_JOB = JSON.stringify(settings({ records: 200 }));
+    const running = await startJob(keyedSum, { workers: 2, preload });
+    await expect(running.query('sums', 'k1')).rejects.toThrow(/runs on worker threads, where state queries are not routed/);
+    await running.done;
+  });
+});
+
+describe('savepoints into another storage from workers', { timeout: 240_000 }, () => {
+  it('stop writes the savepoint there, and a restore from there goes on with each record once', async () => {
+    const job = settings({ records: 4000, chunkSize: 1, checkpoints: join(dir, 'ck-other') });
+    const other = fsCheckpointStorage(join(dir, 'elsewhere'));
+    process.env.WEIR_TEST_JOB = JSON.stringify(job);
+    const running = await startJob(keyedSum, { workers: 2, preload });
+    await running.checkpoint();
+    const result = await running.stop({ savepoint: { path: 'kept', storage: other } });
+    const last = result.checkpoints.at(-1)!;
+    const restore = last.kind === 'savepoint' ? { savepoint: last.path, storage: other } : last.path;
+    if (last.kind === 'savepoint') expect(await other.list('kept')).toHaveLength(1);
+    await (await startJob(keyedSum, { workers: 2, preload, restore })).done;
+    const output = lines(job.out);
+    expect(output).toHaveLength(4000);
+    expect(finals(output)).toEqual(expected(4000, 37));
+  });
+});
