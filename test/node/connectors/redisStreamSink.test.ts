@@ -108,4 +108,23 @@ describe.skipIf(!up)('redisStreamSink', () => {
     expect(() => redisStreamSink({ url: REDIS_URL, stream: 'x' as unknown as () => string })).toThrow(/stream must be a function/);
     await expect(open('corrupt', 'corrupt-out', { pending: 'no' })).rejects.toThrow(CheckpointCorruptedError);
   });
+
+  it('fails the job, naming the sink and the key, before writing anything when a key it appends to is not a stream', { timeout: 60_000 }, async () => {
+    const key = `${prefix}refused:eu`;
+    await client.set(key, 'not a stream');
+    const writer = await open('refused', 'refused-out');
+    writer.write({ region: 'us', n: 1 });
+    writer.write({ region: 'eu', n: 2 });
+    const state = await writer.snapshot!(1);
+    await expect(writer.commit!(1)).rejects.toThrow(JobDefinitionError);
+    await expect(writer.commit!(1)).rejects.toThrow(`sink 'refused-out' (redisStreamSink(${progressKey})): checkpoint 1 appends to '${key}'`);
+    await writer.abort();
+    // Nothing was appended and the marker did not move: once the key is gone, a restore appends the checkpoint whole.
+    expect(await values(`${prefix}refused:us`)).toEqual([]);
+    expect(await client.hGet(progressKey, 'refused-out')).toBeNull();
+    await client.del(key);
+    await (await open('refused', 'refused-out', state)).abort();
+    expect(await values(`${prefix}refused:us`)).toEqual([{ region: 'us', n: 1 }]);
+    expect(await values(key)).toEqual([{ region: 'eu', n: 2 }]);
+  });
 });

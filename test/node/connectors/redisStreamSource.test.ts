@@ -126,4 +126,15 @@ describe.skipIf(!up)('redisStreamSource', () => {
     expect(() => source.splits!.open(split!, { uid: 'in', restoredOffset: 42 })).toThrow(CheckpointCorruptedError);
     expect(() => source.splits!.open(split!, { uid: 'in', restoredOffset: 42 })).toThrow(`stream '${prefix}offset'`);
   });
+
+  it('fails at once, naming the stream, when a key it reads is not a stream', { timeout: 60_000 }, async () => {
+    const key = `${prefix}a-string`;
+    await client.set(key, 'not a stream');
+    const job = createJob({ name: 'redis-wrongtype', restart: { strategy: 'fixed-delay', attempts: 3, delay: 1 } });
+    job.source(redisStreamSource({ url: REDIS_URL, streams: [key], block: 50 }), { uid: 'in' }).pipe(collect<unknown>().sink());
+    const error: unknown = await job.start().done.catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(JobDefinitionError);
+    expect((error as Error).message).toContain(`XREAD of stream '${key}'`);
+    expect((error as Error).message).toContain('WRONGTYPE');
+  });
 });

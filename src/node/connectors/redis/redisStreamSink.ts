@@ -58,7 +58,7 @@ export function redisStreamSink<T>(options: RedisStreamSinkOptions<T>): Sink<T> 
           await client.hDel(marker.key, marker.field);
         } else {
           const state = checkState(restoredState, `sink '${uid}' (${name})`);
-          for (const txn of state.pending) await appendOnce(client, marker, txn);
+          for (const txn of state.pending) await appendOnce(client, marker, txn, `sink '${uid}' (${name})`);
           // Later checkpoints than the restored one may have committed (a restore of an older checkpoint): the ids
           // this attempt takes follow the restored one, so the marker goes back to it.
           await client.hSet(marker.key, marker.field, String(state.checkpoint));
@@ -67,7 +67,7 @@ export function redisStreamSink<T>(options: RedisStreamSinkOptions<T>): Sink<T> 
         closeRedis(client);
         throw error;
       }
-      return writer(client, marker, checkpointing, (record) => [stream(record), toFields(record)]);
+      return writer(`sink '${uid}' (${name})`, client, marker, checkpointing, (record) => [stream(record), toFields(record)]);
     },
   };
 }
@@ -77,7 +77,13 @@ interface Marker {
   field: string;
 }
 
-function writer<T>(client: RedisConnection, marker: Marker, checkpointing: boolean, toEntry: (record: T) => [string, Record<string, string>]): SinkWriter<T> {
+function writer<T>(
+  where: string,
+  client: RedisConnection,
+  marker: Marker,
+  checkpointing: boolean,
+  toEntry: (record: T) => [string, Record<string, string>],
+): SinkWriter<T> {
   // Entries written since the last barrier.
   let entries: [string, Record<string, string>][] = [];
   // Transactions snapshotted but not appended yet, oldest first, and the last checkpoint known complete.
@@ -93,7 +99,7 @@ function writer<T>(client: RedisConnection, marker: Marker, checkpointing: boole
   // Appends the transactions of completed checkpoints; a server that is away leaves them pending and throws.
   const appendCompleted = async () => {
     while (pending[0] !== undefined && pending[0].id <= completed) {
-      await appendOnce(client, marker, pending[0]);
+      await appendOnce(client, marker, pending[0], where);
       pending.shift();
     }
   };
@@ -128,7 +134,13 @@ function writer<T>(client: RedisConnection, marker: Marker, checkpointing: boole
       return enqueue(appendCompleted).catch((error: unknown) => {
         // The records stay in the state of every later checkpoint until they are appended; only an error the
         // server answered with (a key of another type, say) would fail again, and fails the job.
-        if (!serverAway(error)) throw error;
+        if (error instanceof JobDefinitionError) throw error;
+        if (!serverAway(error)) {
+          throw new JobDefinitionError(
+            `${where}: the server refused to append checkpoint ${checkpointId}: ${(error as Error).message}; check that every key the stream function gives is a stream (or absent) and that the user may write it`,
+            { cause: error },
+          );
+        }
       });
     },
     async finish() {
@@ -155,15 +167,26 @@ function writer<T>(client: RedisConnection, marker: Marker, checkpointing: boole
 /**
  * Appends a transaction's entries and moves the marker to its id, in one `MULTI`/`EXEC`, unless the marker shows it
  * appended already. The marker is `WATCH`ed from its read to `EXEC`: a change meanwhile aborts the `EXEC` (a
- * `WatchError`), and the decision is made again on the new value.
+ * `WatchError`), and the decision is made again on the new value. Redis does not roll a transaction back when one of
+ * its commands fails at run time (an `XADD` to a key that holds a string still lets the marker move), so the keys'
+ * types are checked in the same window first, and a key of another type fails the job before anything is written.
  */
-async function appendOnce(client: RedisConnection, marker: Marker, txn: Transaction): Promise<void> {
+async function appendOnce(client: RedisConnection, marker: Marker, txn: Transaction, where: string): Promise<void> {
+  const keys = [...new Set(txn.entries.map(([stream]) => stream))];
   for (;;) {
     await client.watch(marker.key);
-    const done = Number((await client.hGet(marker.key, marker.field)) ?? 0);
-    if (done >= txn.id) {
+    const [done, ...types] = await Promise.all([client.hGet(marker.key, marker.field), ...keys.map((key) => client.type(key))]);
+    if (Number(done ?? 0) >= txn.id) {
       await client.unwatch();
       return;
+    }
+    const wrong = keys.filter((_, i) => types[i] !== 'stream' && types[i] !== 'none');
+    if (wrong.length > 0) {
+      await client.unwatch();
+      throw new JobDefinitionError(
+        `${where}: checkpoint ${txn.id} appends to ${wrong.map((key) => `'${key}'`).join(', ')}, which hold${wrong.length === 1 ? 's' : ''} another type than a stream; ` +
+          'delete or rename the key, or make the stream function give other keys, then restore the job',
+      );
     }
     const multi = client.multi();
     for (const [stream, fields] of txn.entries) multi.xAdd(stream, '*', fields);

@@ -113,7 +113,7 @@ export function redisStreamSource<T = Record<string, string>>(options: RedisStre
     open(split, { restoredOffset, uid }) {
       const { stream, end } = split.description as { stream: string; end: string | null };
       return streamSplitReader(
-        { url, stream, after: restoredId(restoredOffset, `source '${uid}' (${name})`, stream), end: end ?? undefined, count: count ?? Number.POSITIVE_INFINITY, block },
+        { source: name, url, stream, after: restoredId(restoredOffset, `source '${uid}' (${name})`, stream), end: end ?? undefined, count: count ?? Number.POSITIVE_INFINITY, block },
         decoder(stream),
       );
     },

@@ -1,10 +1,12 @@
-import { MalformedStreamEntryError } from '../../../core/errors.js';
+import { JobDefinitionError, MalformedStreamEntryError } from '../../../core/errors.js';
 import type { SourceReader } from '../../../core/types.js';
 import { closeRedis, connectRedis, serverAway, type RedisConnection } from './redisConnection.js';
 import { compareEntryIds } from './streamEntryId.js';
 
 /** Where a split reader reads: one stream, after `after`, up to `end` (inclusive) when bounded. */
 export interface StreamSplitRange {
+  /** The source, as messages name it. */
+  readonly source: string;
   readonly url: string;
   readonly stream: string;
   /** The id of the last entry already read (`0-0`: none). */
@@ -44,7 +46,7 @@ const RETRY_MS = 50;
  * @example const reader = streamSplitReader({ url, stream: 'orders', after: '0-0', end: undefined, count: 512, block: 1000 }, decode)
  */
 export function streamSplitReader<R>(range: StreamSplitRange, { decode, deadLetter }: EntryDecoder<R>): SourceReader<R> {
-  const { url, stream, end, count, block } = range;
+  const { source, url, stream, end, count, block } = range;
   // The id of the last entry returned by `read` (or skipped as malformed): the offset a checkpoint saves.
   let last = range.after;
   let client: Promise<RedisConnection> | undefined;
@@ -59,7 +61,13 @@ export function streamSplitReader<R>(range: StreamSplitRange, { decode, deadLett
         return await connection.xRead({ key: stream, id: last }, options);
       } catch (error) {
         if (closed) return null;
-        if (!serverAway(error)) throw error;
+        // The server answered with an error (WRONGTYPE, NOPERM): every retry and restart would meet it again.
+        if (!serverAway(error)) {
+          throw new JobDefinitionError(
+            `${source}: the server refused XREAD of stream '${stream}': ${(error as Error).message}; check that '${stream}' is a stream and that the user may read it`,
+            { cause: error },
+          );
+        }
         await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
       }
     }
