@@ -117,6 +117,18 @@ describe.skipIf(!up)('natsSource', () => {
     expect([...out.values].sort((a, b) => a.i - b.i)).toEqual(Array.from({ length: 20 }, (_, i) => ({ i, at: 1_000 + i })));
   });
 
+  it('takes a message without a valid event time for a malformed one', { timeout: 60_000 }, async () => {
+    const stream = await nats.create('weir_no_time');
+    await nats.publish([[`${stream}.clicks`, '{"i":0}']]);
+    const job = createJob({ name: 'nats-no-time' });
+    job
+      .source(natsSource<Event>({ servers: NATS, stream, timestamp: (m) => Number(m.headers?.get('Event-Time')) }), { uid: 'clicks' })
+      .pipe(collect<Event>().sink());
+    const error = await job.start().done.then(() => undefined, (e: unknown) => e);
+    expect(error).toBeInstanceOf(MalformedRecordError);
+    expect((error as Error).message).toContain(`message 1 of stream '${stream}' (split '${stream}.clicks') cannot be parsed: its event time is NaN`);
+  });
+
   it('fails on a malformed message with an error naming stream, sequence and split, or sends it to deadLetter', { timeout: 60_000 }, async () => {
     const stream = await nats.create('weir_bad');
     const subject = `${stream}.orders`;

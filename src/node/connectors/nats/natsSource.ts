@@ -29,7 +29,8 @@ export interface NatsSourceOptions<T> {
    */
   timestamp?: (message: JsMsg) => number;
   /**
-   * Read up to the stream's last sequence when the job started, then end (the default); `false` reads on forever.
+   * Read up to the stream's last sequence when the job (or its latest restart) started, then end (the default);
+   * `false` reads on forever.
    * Unbounded, a subtask reads its splits in turn and the first never ends: give the source `parallelism` equal to
    * its number of splits.
    */
