@@ -5,3 +5,4 @@ export { lmdbStateBackend, type LmdbStateBackendOptions } from '../state/lmdb/lm
 export { serveQueryableState, type QueryableStateServer, type QueryableStateServerOptions } from './queryableStateServer.js';
 export { registerPrometheusMetrics, type MetricsSource } from './metrics/prometheusMetrics.js';
 export { WEIR_CHANNELS } from './diagnosticsChannel.js';
+export { progressBar, type ProgressBar, type ProgressBarOptions } from './progressBar.js';
