@@ -1,6 +1,6 @@
 // running.metrics: the counters the engine keeps per operator, read while a job runs and after it ended.
 import { describe, expect, it } from 'vitest';
-import { assignTimestamps, collect, createJob, fromArray, keyBy, map, memoryCheckpointStorage, reduce } from 'weir';
+import { assignTimestamps, collect, createJob, fromArray, keyBy, map, memoryCheckpointStorage, reduce, unionWith } from 'weir';
 import { pausableSource, readings, sumsJob, type Reading } from '../checkpoint/fixtures';
 
 describe('running.metrics', () => {
@@ -54,6 +54,20 @@ describe('running.metrics', () => {
     expect(byUid.identity).toMatchObject({ recordsIn: 100, recordsOut: 100 });
     expect(byUid.sum!.watermark).toBeDefined();
     expect(byUid.sum!.watermarkLagMs).toBeGreaterThanOrEqual(0);
+  });
+
+  it('counts the records of an operator with several inputs, and of the operators after it', async () => {
+    const job = createJob({ name: 'two-inputs', chunkSize: 10 });
+    const web = job.source(fromArray(readings.slice(0, 30)), { uid: 'web' });
+    const app = job.source(fromArray(readings.slice(30)), { uid: 'app' });
+    unionWith({ uid: 'both' }, web, app).pipe(map((r: Reading) => r, { uid: 'after' }), collect<Reading>().sink({ uid: 'out' }));
+    const running = job.start();
+    await running.done;
+    const byUid = Object.fromEntries(running.metrics.operators.map((o) => [o.uid, o]));
+    expect(byUid.web!.recordsOut).toBe(30);
+    expect(byUid.app!.recordsOut).toBe(70);
+    expect(byUid.both).toMatchObject({ recordsIn: 100, recordsOut: 100 });
+    expect(byUid.after).toMatchObject({ recordsIn: 100, recordsOut: 100 });
   });
 
   it('keeps counting across a restart (counts only grow) and counts the restart', async () => {
