@@ -43,7 +43,8 @@ export type { Redistribution, OperatorStateOptions } from './state/operatorState
 export { memoryCheckpointStorage } from './storage/memoryCheckpointStorage.js';
 
 export { readSavepoint, SavepointReader, type SavepointOperator, type SavepointState, type KeyedStateReadOptions } from './stateProcessor/readSavepoint.js';
-export { createSavepoint, deriveSavepoint, SavepointWriter, type CreateSavepointOptions } from './stateProcessor/savepointWriter.js';
+export { createSavepoint, deriveSavepoint, SavepointWriter, type CreateSavepointOptions, type DeriveSavepointOptions } from './stateProcessor/savepointWriter.js';
+export type { ProgressListener } from './core/progress.js';
 
 export { assignTimestamps, type WatermarkOptions } from './time/assignTimestamps.js';
 export type { TimeDomain } from './time/timerService.js';

@@ -19,7 +19,7 @@ export class OperatorCounters {
   idleMs = 0;
   /** Sources: ms spent paused because an operator could not take more records (backpressure). */
   backpressuredMs = 0;
-  /** Sources that know it: how far behind the end of their input they are (records or bytes not read yet). */
+  /** Sources whose reader knows it: records not read yet (see `SourceReader.lag`). */
   lag: (() => number | undefined) | undefined = undefined;
 
   get recordsOut(): number {

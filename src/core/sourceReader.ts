@@ -10,4 +10,9 @@ export interface SourceReader<T> {
   /** Position just after the last record returned by `read`, from which `open` resumes. */
   offset(): Json;
   close?(): void | Promise<void>;
+  /**
+   * Records not read yet, for readers that know (an in-memory array; a broker consumer's lag): read when metrics are
+   * collected (`weir_source_lag_records`), never per record, so it must be cheap.
+   */
+  lag?(): number | undefined;
 }

@@ -81,5 +81,4 @@ export interface JobSummary {
   readonly failuresError?: string;
 }
 
-/** Files read so far out of all files to read, for progress bars. */
-export type ProgressListener = (progress: { done: number; total: number; file: string }) => void;
+export type { ProgressListener } from '../core/progress.js';

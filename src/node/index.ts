@@ -20,3 +20,4 @@ export { registerPrometheusMetrics, type MetricsSource } from './metrics/prometh
 export { WEIR_CHANNELS } from './diagnosticsChannel.js';
 export { startJob, type StartJobOptions, type JobDefinition, type JobModuleContext } from './startJob.js';
 export { liveJobWorkers } from './workerAttempt.js';
+export { progressBar, type ProgressBar, type ProgressBarOptions } from './progressBar.js';

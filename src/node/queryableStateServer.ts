@@ -85,6 +85,8 @@ class QueryError extends Error {
  * const server = await serveQueryableState(running, { port: 9870, token: process.env.WEIR_TOKEN });
  * // curl -H "Authorization: Bearer $WEIR_TOKEN" 'http://127.0.0.1:9870/v1/states/clicks-per-user/get?key=ada'
  * await server.close();
+ * // With `metrics: true`, the same server answers GET /metrics in the Prometheus text format:
+ * await serveQueryableState(running, { port: 9870, metrics: true });   // curl http://127.0.0.1:9870/metrics
  */
 export async function serveQueryableState(running: QueryableStateReader & Partial<MetricsSource>, options: QueryableStateServerOptions): Promise<QueryableStateServer> {
   const { port, host = '127.0.0.1', token, maxBodyBytes = 16 * 1024, rateLimit = { requests: 2_000, perMs: 1_000 }, queryTimeoutMs = 10_000 } = options;

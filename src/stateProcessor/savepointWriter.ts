@@ -1,3 +1,4 @@
+import type { ProgressListener } from '../core/progress.js';
 import { encodeFile } from '../storage/fileFormat.js';
 import { METADATA_FILE, stateFileName, type CheckpointMetadata, type StateFileEntry } from '../storage/layout.js';
 import { CheckpointNotFoundError, JobDefinitionError, StateMigrationError } from '../core/errors.js';
@@ -35,6 +36,12 @@ const WALL_CLOCK: StateClock = { processingTime: () => Date.now(), eventTime: ()
  *   .withKeyedState('per-user', valueState<number>('total'), [['ann', 3], ['bob', 1]])
  *   .write(fsCheckpointStorage('./savepoints'), 'bootstrap');
  */
+/** `deriveSavepoint`'s options: the job and clock of the new savepoint, and who hears of each operator read. */
+export interface DeriveSavepointOptions extends Partial<Pick<CreateSavepointOptions, 'job' | 'clock'>> {
+  /** Hears of each operator read in full (`weir/node`'s `progressBar` draws it on a terminal). */
+  onProgress?: ProgressListener;
+}
+
 export class SavepointWriter {
   private readonly operators = new Map<string, OperatorDraft>();
 
@@ -50,14 +57,16 @@ export class SavepointWriter {
   }
 
   /** A writer holding everything `reader`'s savepoint holds (its keyed state in memory), to change and write anew. */
-  static async derive(reader: SavepointReader, options: Partial<Pick<CreateSavepointOptions, 'job' | 'clock'>> = {}): Promise<SavepointWriter> {
+  static async derive(reader: SavepointReader, options: DeriveSavepointOptions = {}): Promise<SavepointWriter> {
     const writer = new SavepointWriter(options.job ?? reader.job, reader.maxParallelism, reader.metadata.id, options.clock);
+    let done = 0;
     for (const operator of reader.operators) {
       // Operator state is read per instance: a chunked instance has several files, only its first holding it.
       const operatorStates = await reader.operatorState(operator.uid);
       const draft: OperatorDraft = { role: operator.role, parallelism: operator.parallelism, operatorStates, states: new Map() };
       for await (const keyed of reader.keyedPayloads(operator.uid)) addPayload(draft, keyed, writer.maxParallelism);
       writer.operators.set(operator.uid, draft);
+      options.onProgress?.({ done: ++done, total: reader.operators.length, file: operator.uid });
     }
     return writer;
   }
@@ -144,17 +153,25 @@ export class SavepointWriter {
     return this;
   }
 
-  /** Writes the savepoint into directory `path` of `storage`: state files first, `_metadata` last. Returns its path. */
-  async write(storage: CheckpointStorage, path: string, options: { timestamp?: number } = {}): Promise<string> {
+  /**
+   * Writes the savepoint into directory `path` of `storage`: state files first, `_metadata` last. Returns its path.
+   * `onProgress` hears of each file written (`weir/node`'s `progressBar` draws them on a terminal).
+   */
+  async write(storage: CheckpointStorage, path: string, options: { timestamp?: number; onProgress?: ProgressListener } = {}): Promise<string> {
     const dir = path.replace(/\/+$/, '');
     const operators: CheckpointMetadata['operators'] = [];
     let bytes = 0;
+    const fileCount = (operator: OperatorDraft) => (operator.states.size > 0 ? operator.parallelism : Math.max(1, operator.operatorStates.length));
+    // The metadata file is the last one.
+    const total = [...this.operators.values()].reduce((sum, operator) => sum + fileCount(operator), 1);
+    let done = 0;
     // One file is written (and synced) while the next is encoded; each write is awaited before the next starts.
     let writing: Promise<void> | undefined;
+    let previous = '';
     try {
       for (const [uid, operator] of this.operators) {
         const keyed = operator.states.size > 0;
-        const count = keyed ? operator.parallelism : Math.max(1, operator.operatorStates.length);
+        const count = fileCount(operator);
         const files: StateFileEntry[] = [];
         for (let subtask = 0; subtask < count; subtask++) {
           const range = keyed ? keyGroupRangeFor(subtask, count, this.maxParallelism) : undefined;
@@ -162,6 +179,8 @@ export class SavepointWriter {
           const file = stateFileName(uid, subtask, range);
           const data = encodeFile('state', payload);
           await writing;
+          if (writing !== undefined) options.onProgress?.({ done: ++done, total, file: previous });
+          previous = file;
           writing = storage.write(`${dir}/${file}`, data);
           bytes += data.length;
           files.push({ file, subtask, keyGroups: range ? [range.start, range.end] : null, bytes: data.length });
@@ -173,6 +192,7 @@ export class SavepointWriter {
       throw error;
     }
     await writing;
+    if (writing !== undefined) options.onProgress?.({ done: ++done, total, file: previous });
     const metadata: CheckpointMetadata = {
       job: this.job,
       id: this.id,
@@ -183,6 +203,7 @@ export class SavepointWriter {
       stats: { durationMs: 0, bytes, fullSize: bytes, operators: [] },
     };
     await storage.write(`${dir}/${METADATA_FILE}`, encodeFile('metadata', metadata));
+    options.onProgress?.({ done: done + 1, total, file: METADATA_FILE });
     return storage.describe ? storage.describe(dir) : dir;
   }
 
@@ -211,6 +232,6 @@ export function createSavepoint(options: CreateSavepointOptions): SavepointWrite
  * A writer holding everything a savepoint holds, to change and write as a new savepoint.
  * @example (await deriveSavepoint(await readSavepoint(storage, old))).removeOperator('legacy').write(storage, 'savepoints/v2')
  */
-export function deriveSavepoint(reader: SavepointReader, options: Partial<Pick<CreateSavepointOptions, 'job' | 'clock'>> = {}): Promise<SavepointWriter> {
+export function deriveSavepoint(reader: SavepointReader, options: DeriveSavepointOptions = {}): Promise<SavepointWriter> {
   return SavepointWriter.derive(reader, options);
 }

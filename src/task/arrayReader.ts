@@ -24,4 +24,8 @@ export class ArrayReader<T> implements SourceReader<T> {
   offset(): number {
     return this.index;
   }
+
+  lag(): number {
+    return this.end - this.index;
+  }
 }

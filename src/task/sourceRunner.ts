@@ -45,7 +45,7 @@ export class SourceRunner<T> {
     const { counters } = hooks;
     if (counters === undefined) return;
     counters.source = true;
-    if (reader instanceof ArrayReader) counters.lag = () => reader.end - reader.index;
+    if (reader.lag !== undefined) counters.lag = () => reader.lag?.();
   }
 
   inject(barrier: CheckpointBarrier): void {

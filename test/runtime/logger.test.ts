@@ -56,6 +56,14 @@ describe('the logger option', () => {
     for (const spy of [...spies, write]) expect(spy).not.toHaveBeenCalled();
   });
 
+  it('never fails the job when it throws', async () => {
+    const throwing = () => {
+      throw new Error('the log is full');
+    };
+    const result = await flakyJob({ logger: { debug: throwing, info: throwing, warn: throwing, error: throwing } }).start().done;
+    expect(result).toMatchObject({ status: 'finished', restarts: 1 });
+  });
+
   it('is checked when the job is created', () => {
     expect(() => createJob({ name: 'logged', logger: { info: () => undefined } as unknown as JobLogger })).toThrow(JobDefinitionError);
     expect(() => createJob({ name: 'logged', logger: { info: () => undefined } as unknown as JobLogger })).toThrow(/logger must have debug, info, warn and error methods/);

@@ -1,6 +1,6 @@
 // running.metrics: the counters the engine keeps per operator, read while a job runs and after it ended.
 import { describe, expect, it } from 'vitest';
-import { assignTimestamps, collect, createJob, fromArray, keyBy, map, memoryCheckpointStorage, reduce } from 'weir';
+import { assignTimestamps, collect, createJob, fromArray, keyBy, map, memoryCheckpointStorage, reduce, unionWith, type Source } from 'weir';
 import { pausableSource, readings, sumsJob, type Reading } from '../checkpoint/fixtures';
 
 describe('running.metrics', () => {
@@ -54,6 +54,50 @@ describe('running.metrics', () => {
     expect(byUid.identity).toMatchObject({ recordsIn: 100, recordsOut: 100 });
     expect(byUid.sum!.watermark).toBeDefined();
     expect(byUid.sum!.watermarkLagMs).toBeGreaterThanOrEqual(0);
+  });
+
+  it("reports the lag a source's reader knows", async () => {
+    // A reader over 10 numbers that, like a broker consumer, knows how many are left; it pauses after 4 until told.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let reached!: () => void;
+    const atFour = new Promise<void>((resolve) => (reached = resolve));
+    let sent = 0;
+    const source: Source<number> = {
+      name: 'counting',
+      replayable: false,
+      open: () => ({
+        read: () => {
+          if (sent !== 4) return sent === 10 ? null : [sent++];
+          reached();
+          return held.then(() => [sent++]);
+        },
+        offset: () => sent,
+        lag: () => 10 - sent,
+      }),
+    };
+    const job = createJob({ name: 'lagging', checkpoints: {} });
+    job.source(source, { uid: 'counting' }).pipe(collect<number>().sink({ uid: 'out' }));
+    const running = job.start();
+    await atFour;
+    expect(running.metrics.operators.find((o) => o.uid === 'counting')!.sourceLag).toBe(6);
+    release();
+    await running.done;
+    expect(running.metrics.operators.find((o) => o.uid === 'counting')!.sourceLag).toBe(0);
+  });
+
+  it('counts the records of an operator with several inputs, and of the operators after it', async () => {
+    const job = createJob({ name: 'two-inputs', chunkSize: 10 });
+    const web = job.source(fromArray(readings.slice(0, 30)), { uid: 'web' });
+    const app = job.source(fromArray(readings.slice(30)), { uid: 'app' });
+    unionWith({ uid: 'both' }, web, app).pipe(map((r: Reading) => r, { uid: 'after' }), collect<Reading>().sink({ uid: 'out' }));
+    const running = job.start();
+    await running.done;
+    const byUid = Object.fromEntries(running.metrics.operators.map((o) => [o.uid, o]));
+    expect(byUid.web!.recordsOut).toBe(30);
+    expect(byUid.app!.recordsOut).toBe(70);
+    expect(byUid.both).toMatchObject({ recordsIn: 100, recordsOut: 100 });
+    expect(byUid.after).toMatchObject({ recordsIn: 100, recordsOut: 100 });
   });
 
   it('keeps counting across a restart (counts only grow) and counts the restart', async () => {

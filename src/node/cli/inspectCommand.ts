@@ -4,13 +4,16 @@ import { checkpointIdOf, METADATA_FILE } from '../../storage/layout.js';
 import { checkpointHistory, checkpointRefOf, inspectStorage, type CheckpointSummary, type JobSummary } from '../../inspector/readCheckpoint.js';
 import { fsCheckpointStorage } from '../../storage/fsCheckpointStorage.js';
 import { errorCode } from '../../core/errors.js';
+import { progressBar } from '../progressBar.js';
 
 export interface InspectOptions {
   json: boolean;
   /** Where the report goes. */
   out: NodeJS.WritableStream;
-  /** Where progress goes; a bar is drawn only when it is a TTY. */
+  /** Where progress goes; a bar is drawn only when it is a TTY, unless `progress` forces it. */
   err: NodeJS.WritableStream & { isTTY?: boolean };
+  /** Draw the progress bar even when `err` is not a TTY (`--progress`). */
+  progress?: boolean;
 }
 
 /** A path the CLI was given, resolved to a storage root, its jobs, and maybe one checkpoint or savepoint in it. */
@@ -34,12 +37,12 @@ export async function inspectCommand(path: string, options: InspectOptions): Pro
     options.err.write(`weir inspect: ${target}\n`);
     return 1;
   }
-  const progress = options.err.isTTY ? progressBar(options.err) : undefined;
+  const progress = progressBar('reading', { stream: options.err, force: options.progress });
   let jobs: JobSummary[];
   try {
-    jobs = await inspectStorage(fsCheckpointStorage(target.root), { jobs: target.jobs, paths: target.paths, onProgress: progress?.update });
+    jobs = await inspectStorage(fsCheckpointStorage(target.root), { jobs: target.jobs, paths: target.paths, onProgress: progress });
   } finally {
-    progress?.clear();
+    progress.stop();
   }
   if (options.json) {
     options.out.write(`${JSON.stringify({ location: target.root, jobs }, null, 2)}\n`);
@@ -74,26 +77,6 @@ export async function resolveTarget(path: string): Promise<Target | string> {
   }
   if (names.some((child) => checkpointIdOf(child) !== undefined)) return { root: dirname(path), jobs: [name], paths: undefined };
   return { root: path, jobs: undefined, paths: undefined };
-}
-
-/** A one-line progress bar on a TTY, redrawn at most every 50 ms. */
-function progressBar(stream: NodeJS.WritableStream) {
-  let last = 0;
-  let drawn = false;
-  return {
-    update: ({ done, total, file }: { done: number; total: number; file: string }) => {
-      const now = performance.now();
-      if (now - last < 50 && done < total) return;
-      last = now;
-      drawn = true;
-      const width = 24;
-      const filled = Math.round((done / Math.max(total, 1)) * width);
-      stream.write(`\r\x1b[2Kreading [${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${total} ${file.slice(-40)}`);
-    },
-    clear: () => {
-      if (drawn) stream.write('\r\x1b[2K');
-    },
-  };
 }
 
 export function renderReport(root: string, jobs: JobSummary[]): string {

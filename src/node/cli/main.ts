@@ -2,18 +2,23 @@ import { parseArgs } from 'node:util';
 import { inspectCommand } from './inspectCommand.js';
 import { inspectServeCommand } from './inspectServeCommand.js';
 
-const USAGE = `usage: weir inspect <checkpoint-dir | savepoint-dir | job-dir | checkpoints-root> [--json] [--serve]
+const USAGE = `usage: weir inspect <checkpoint-dir | savepoint-dir | job-dir | checkpoints-root> [--json] [--serve] [--progress]
 
   inspect   show the jobs, checkpoints and savepoints under a path: status (complete,
             incomplete, corrupted with its error), time, duration, bytes; for each the
             operators and their states with key counts and sizes
   --json    print the report as JSON, for scripts
   --serve   serve the visual inspector on 127.0.0.1 (a free port) and print its URL
+  --progress  draw the progress bar on stderr even when it is not a terminal (it is drawn
+            on a terminal only by default)
   --help    show this help
 `;
 
 /** The `weir` command line: `weir inspect …`. Returns the exit code. */
-export async function main(argv: string[], io = { out: process.stdout, err: process.stderr }): Promise<number> {
+export async function main(
+  argv: string[],
+  io: { out: NodeJS.WritableStream; err: NodeJS.WritableStream & { isTTY?: boolean } } = { out: process.stdout, err: process.stderr },
+): Promise<number> {
   let parsed: ReturnType<typeof parse>;
   try {
     parsed = parse(argv);
@@ -42,13 +47,13 @@ export async function main(argv: string[], io = { out: process.stdout, err: proc
     }
     return inspectServeCommand(path, { out: io.out, err: io.err });
   }
-  return inspectCommand(path, { json: values.json ?? false, out: io.out, err: io.err });
+  return inspectCommand(path, { json: values.json ?? false, out: io.out, err: io.err, progress: values.progress ?? false });
 }
 
 function parse(argv: string[]) {
   return parseArgs({
     args: argv,
     allowPositionals: true,
-    options: { json: { type: 'boolean' }, serve: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+    options: { json: { type: 'boolean' }, serve: { type: 'boolean' }, progress: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
   });
 }

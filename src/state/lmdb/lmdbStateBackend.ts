@@ -308,12 +308,15 @@ class LmdbKeyedStateBackend implements KeyedStateBackend, RowStore {
   }
 
   /**
-   * LMDB's own count of rows (O(1)): one per entry, map entry or list, approximate in that writes still in the write
-   * buffers are not in it yet and a few bookkeeping rows are.
+   * LMDB's own count of rows (O(1), one per entry, map entry or list) plus the rows still in the write buffers, which
+   * LMDB may not hold yet (bounded by the batch size): approximate, as a buffered row LMDB holds already counts twice,
+   * and a few bookkeeping rows count too.
    */
   stateEntries(): number {
     this.checkOpen();
-    return (this.db.getStats() as { entryCount: number }).entryCount;
+    let buffered = 0;
+    for (const rows of this.batches.rows) for (const keys of rows.written().values()) for (const live of keys.values()) if (live) buffered++;
+    return (this.db.getStats() as { entryCount: number }).entryCount + buffered;
   }
 
   keyCount(): number {
