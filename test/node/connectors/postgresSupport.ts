@@ -5,8 +5,11 @@ import { afterAll, beforeAll } from 'vitest';
 import type { Source } from 'weir';
 import { deferred } from '../../support/deferred';
 
-/** The loopback server every machine of this project runs (trust auth). */
-export const POSTGRES_URL = 'postgres://postgres@127.0.0.1:5432/test';
+/**
+ * The loopback server every machine of this project runs (trust auth). WEIR_TEST_POSTGRES points the tests at another
+ * one, say a scratch server with max_prepared_transactions > 0 to run the two-phase tests.
+ */
+export const POSTGRES_URL = process.env.WEIR_TEST_POSTGRES ?? 'postgres://postgres@127.0.0.1:5432/test';
 
 /**
  * Registers the `beforeAll` that creates a fresh schema and the `afterAll` that drops it. `sql` runs a statement in

@@ -50,9 +50,14 @@ export async function openPreparedWriter<T>(setup: SinkSetup<T>, restoredState: 
   const commits = serialQueue();
   let writeFailure: Error | undefined;
 
-  const flush = async (): Promise<void> => {
+  // The rows are taken from the buffer when a task is queued, not when it runs: records written after a barrier,
+  // while its PREPARE waits in the queue, belong to the next checkpoint's transaction.
+  const take = (): Row[] => {
     const rows = buffer;
     buffer = [];
+    return rows;
+  };
+  const flush = async (rows: Row[]): Promise<void> => {
     if (rows.length === 0) return;
     if (open === undefined) {
       open = await pool.connect();
@@ -88,12 +93,16 @@ export async function openPreparedWriter<T>(setup: SinkSetup<T>, restoredState: 
     write(value) {
       if (writeFailure !== undefined) throw fail(writeFailure, 'a write');
       buffer.push(setup.makeRow(value));
-      if (buffer.length >= batchSize) onWrites(flush).catch(() => undefined);
+      if (buffer.length >= batchSize) {
+        const rows = take();
+        onWrites(() => flush(rows)).catch(() => undefined);
+      }
     },
     async snapshot(checkpointId) {
+      const rows = take();
       try {
         await onWrites(async () => {
-          await flush();
+          await flush(rows);
           if (open === undefined) return;
           await open.query(`PREPARE TRANSACTION ${pg.escapeLiteral(gid(checkpointId))}`);
           release(open, false);
@@ -119,8 +128,9 @@ export async function openPreparedWriter<T>(setup: SinkSetup<T>, restoredState: 
     async finish() {
       try {
         await commits(() => commitUpTo(Number.MAX_SAFE_INTEGER));
+        const rows = take();
         await onWrites(async () => {
-          await flush();
+          await flush(rows);
           if (open === undefined) return;
           await open.query('COMMIT');
           release(open, false);
