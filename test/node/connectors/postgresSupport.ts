@@ -1,5 +1,5 @@
 // What the PostgreSQL connector tests share: a schema of their own on the `test` database (weir_test_<random>),
-// dropped after the file's tests, and a replayable array source that pauses at a record until released.
+// dropped after the file's tests (with the prepared transactions of jobs named after it), and a replayable array source that pauses at a record until released.
 import pg from 'pg';
 import { afterAll, beforeAll } from 'vitest';
 import type { Source } from 'weir';
@@ -27,6 +27,9 @@ export function testSchema(up: boolean) {
   });
   afterAll(async () => {
     if (!client) return;
+    // A prepared transaction left by a failed two-phase test would hold its locks, and DROP would wait for good.
+    const { rows } = await client.query<{ gid: string }>("SELECT gid FROM pg_prepared_xacts WHERE database = current_database() AND gid LIKE '%' || $1 || '%'", [schema]);
+    for (const { gid } of rows) await client.query(`ROLLBACK PREPARED ${pg.escapeLiteral(gid)}`);
     await client.query(`DROP SCHEMA ${schema} CASCADE`);
     await client.end();
   });
