@@ -1,6 +1,6 @@
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { basename, join } from 'node:path';
+import { join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROOT, bundleFixture, killCycles, runChild, type BundledFixture } from '../../support/childJob';
 import { random } from '../../support/random';
@@ -21,6 +21,8 @@ const SEED = 0x9057_9e5;
 
 const up = await serverUp('postgres');
 
+type Transactions = 'write-ahead' | 'prepared';
+
 describe.skipIf(!up)('kill campaign: fromFile → postgresSink (append and upsert) under SIGKILL', () => {
   const db = testSchema(up);
   let base = '';
@@ -38,7 +40,7 @@ describe.skipIf(!up)('kill campaign: fromFile → postgresSink (append and upser
   });
 
   /** The tables of the cycle in `dir`, created on its first run. */
-  const suffixOf = (dir: string) => basename(dir).replace(/[^a-z0-9]/g, '_');
+  const suffixOf = (dir: string) => relative(base, dir).replace(/[^a-z0-9]/g, '_');
   const createTables = async (suffix: string) => {
     await db.sql(`CREATE TABLE IF NOT EXISTS ${db.schema}.counts_${suffix} ("user" text NOT NULL, n int NOT NULL)`);
     await db.sql(`CREATE TABLE IF NOT EXISTS ${db.schema}.totals_${suffix} ("user" text PRIMARY KEY, n int NOT NULL)`);
@@ -49,13 +51,14 @@ describe.skipIf(!up)('kill campaign: fromFile → postgresSink (append and upser
     const totals = await db.rows<{ user: string; n: number }>(`SELECT "user", n FROM ${db.schema}.totals_${suffix}`);
     return [...counts.map((r) => `count ${r.user} ${r.n}`), ...totals.map((r) => `total ${r.user} ${r.n}`)].sort().join('\n');
   };
-  const run = async (dir: string, killAfter?: number) => {
+  const run = async (dir: string, transactions: Transactions, killAfter?: number) => {
     const suffix = suffixOf(dir);
     await createTables(suffix);
-    return runChild(bundle!, [join(base, 'input.jsonl'), POSTGRES_URL, db.schema, suffix, join(dir, 'checkpoints'), String(WORK)], { afterMs: killAfter });
+    const args = [join(base, 'input.jsonl'), POSTGRES_URL, db.schema, suffix, join(dir, 'checkpoints'), String(WORK)];
+    return runChild(bundle!, args, { afterMs: killAfter }, { WEIR_PG_TRANSACTIONS: transactions });
   };
 
-  it(`survives ≥ ${MIN_KILLS} kills with every row written exactly once`, { timeout: 600_000 }, async () => {
+  const campaign = async (transactions: Transactions) => {
     const expectedLines: string[] = [];
     for (let u = 0; u < USERS; u++) {
       const count = Math.floor(RECORDS / USERS) + (u < RECORDS % USERS ? 1 : 0);
@@ -64,18 +67,18 @@ describe.skipIf(!up)('kill campaign: fromFile → postgresSink (append and upser
     }
     const expected = expectedLines.sort().join('\n');
 
-    const clean = join(base, 'clean');
+    const clean = join(base, `clean-${transactions}`);
     await mkdir(clean, { recursive: true });
-    const reference = await run(clean);
+    const reference = await run(clean, transactions);
     expect(reference.code, reference.stderr).toBe(0);
     expect(await dump(suffixOf(clean))).toBe(expected);
 
     const next = random(SEED);
     const { kills, mismatches, completed } = await killCycles({
-      base,
+      base: join(base, transactions),
       minKills: MIN_KILLS,
       expected,
-      run: (dir) => run(dir, next() * reference.ranMs * 0.8),
+      run: (dir) => run(dir, transactions, next() * reference.ranMs * 0.8),
       // killCycles compares `out/out.jsonl`: the finished run's tables, dumped there.
       afterRun: async (dir, child) => {
         if (!child.killed && child.code === 0) await writeFile(join(dir, 'out', 'out.jsonl'), await dump(suffixOf(dir)));
@@ -84,5 +87,16 @@ describe.skipIf(!up)('kill campaign: fromFile → postgresSink (append and upser
     expect(mismatches).toEqual([]);
     expect(kills).toBeGreaterThanOrEqual(MIN_KILLS);
     expect(completed).toBeGreaterThan(0);
+  };
+
+  it(`survives ≥ ${MIN_KILLS} kills with every row written exactly once (write-ahead)`, { timeout: 600_000 }, () => campaign('write-ahead'));
+
+  it(`survives ≥ ${MIN_KILLS} kills with every row written exactly once (prepared: two-phase commit)`, { timeout: 600_000 }, async (context) => {
+    const [setting] = await db.rows<{ max_prepared_transactions: string }>('SHOW max_prepared_transactions');
+    if (Number(setting!.max_prepared_transactions) === 0) {
+      console.warn('!! two-phase kill campaign not run: this server has max_prepared_transactions = 0');
+      return context.skip();
+    }
+    await campaign('prepared');
   });
 });

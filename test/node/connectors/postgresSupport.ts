@@ -1,12 +1,15 @@
 // What the PostgreSQL connector tests share: a schema of their own on the `test` database (weir_test_<random>),
-// dropped after the file's tests, and a replayable array source that pauses at a record until released.
+// dropped after the file's tests (with the prepared transactions of jobs named after it), and a replayable array source that pauses at a record until released.
 import pg from 'pg';
 import { afterAll, beforeAll } from 'vitest';
 import type { Source } from 'weir';
 import { deferred } from '../../support/deferred';
 
-/** The loopback server every machine of this project runs (trust auth). */
-export const POSTGRES_URL = 'postgres://postgres@127.0.0.1:5432/test';
+/**
+ * The loopback server every machine of this project runs (trust auth). WEIR_TEST_POSTGRES points the tests at another
+ * one, say a scratch server with max_prepared_transactions > 0 to run the two-phase tests.
+ */
+export const POSTGRES_URL = process.env.WEIR_TEST_POSTGRES ?? 'postgres://postgres@127.0.0.1:5432/test';
 
 /**
  * Registers the `beforeAll` that creates a fresh schema and the `afterAll` that drops it. `sql` runs a statement in
@@ -24,6 +27,9 @@ export function testSchema(up: boolean) {
   });
   afterAll(async () => {
     if (!client) return;
+    // A prepared transaction left by a failed two-phase test would hold its locks, and DROP would wait for good.
+    const { rows } = await client.query<{ gid: string }>("SELECT gid FROM pg_prepared_xacts WHERE database = current_database() AND gid LIKE '%' || $1 || '%'", [schema]);
+    for (const { gid } of rows) await client.query(`ROLLBACK PREPARED ${pg.escapeLiteral(gid)}`);
     await client.query(`DROP SCHEMA ${schema} CASCADE`);
     await client.end();
   });

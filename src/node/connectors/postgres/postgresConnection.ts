@@ -8,12 +8,20 @@ export type PostgresConnection = string | pg.PoolConfig;
  * node-postgres emits them on the pool for an idle client and on the client for one in use, and an unhandled 'error'
  * event would end the process; the query in flight rejects, and the next one reports the outage where it is handled.
  */
-export function openPool(connection: PostgresConnection, max: number): pg.Pool {
+export function openPool(connection: PostgresConnection, max: number, applicationName?: string): pg.Pool {
   const config = typeof connection === 'string' ? { connectionString: connection } : connection;
-  const pool = new pg.Pool({ max, ...config });
+  // The name is sent at connection (an application_name in a connection URL takes precedence over it).
+  const pool = new pg.Pool({ max, ...(applicationName === undefined ? {} : { application_name: applicationName }), ...config });
   pool.on('error', () => undefined);
   pool.on('connect', (client) => client.on('error', () => undefined));
   return pool;
+}
+
+/** A short stable name for a text (FNV-1a, base 36), for identifiers PostgreSQL limits in length. */
+export function shortHash(text: string): string {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
+  return (h >>> 0).toString(36);
 }
 
 /**

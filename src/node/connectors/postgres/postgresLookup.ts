@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { checkOptions } from '../../../core/checkOptions.js';
 import { JobDefinitionError } from '../../../core/errors.js';
-import { openPool, reason, type PostgresConnection } from './postgresConnection.js';
+import { openPool, reason, shortHash, type PostgresConnection } from './postgresConnection.js';
 import { PostgresLookupError } from './postgresErrors.js';
 
 /** Options of `postgresLookup`. */
@@ -55,7 +55,7 @@ export function postgresLookup<T, R = Record<string, unknown> | null>(options: P
   let pool: pg.Pool | undefined;
   let closed = false;
   // One statement name per query text, so each connection parses and plans it once.
-  const statement = `weir_lookup_${hash(query)}`;
+  const statement = `weir_lookup_${shortHash(query)}`;
 
   const lookup = async (value: T): Promise<R> => {
     if (closed) throw new PostgresLookupError(`${where}: the lookup was closed; query: ${query}`);
@@ -76,11 +76,4 @@ export function postgresLookup<T, R = Record<string, unknown> | null>(options: P
       pool = undefined;
     },
   });
-}
-
-/** A short stable name for a query text (FNV-1a), for its prepared statement. */
-function hash(text: string): string {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
-  return (h >>> 0).toString(36);
 }

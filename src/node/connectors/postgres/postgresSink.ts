@@ -2,7 +2,7 @@ import { checkOptions } from '../../../core/checkOptions.js';
 import { JobDefinitionError } from '../../../core/errors.js';
 import type { Sink } from '../../../core/sink.js';
 import type { Json } from '../../../core/values.js';
-import { openPool, reason, type PostgresConnection } from './postgresConnection.js';
+import { openPool, reason, shortHash, type PostgresConnection } from './postgresConnection.js';
 import { PostgresRowError, PostgresSinkError } from './postgresErrors.js';
 import { checkColumns, rowMaker } from './postgresRows.js';
 import { postgresTable, tableColumns, type PostgresTable, type Queryable } from './postgresTable.js';
@@ -61,11 +61,15 @@ export function postgresSink<T>(options: PostgresSinkOptions<T>): Sink<T> {
   return {
     name,
     async open({ uid, restoredState, checkpointing, job = '' }) {
-      const pool = openPool(options.connection, 2);
+      // Each attempt's connections carry the sink's name and an attempt nonce: the two-phase writer waits at open
+      // until an earlier attempt's backends are gone (see `openPreparedWriter`).
+      const sinkTag = `weir ${shortHash(`${job}\u0000${uid}`)}:`;
+      const attempt = `${sinkTag}${Math.random().toString(36).slice(2, 10)}`;
+      const pool = openPool(options.connection, 2, attempt);
       try {
         const columns = await tableColumnsOf(pool, settings, uid);
         checkColumns(settings.shape, columns);
-        const setup: SinkSetup<T> = { ...settings, pool, job, uid, makeRow: rowMaker(settings.shape, columns, settings.toRow) };
+        const setup: SinkSetup<T> = { ...settings, pool, job, uid, sinkTag, attempt, makeRow: rowMaker(settings.shape, columns, settings.toRow) };
         const open = settings.transactions === 'prepared' ? openPreparedWriter : openWriteAheadWriter;
         return await open(setup, restoredState, checkpointing);
       } catch (error) {

@@ -38,7 +38,7 @@ export async function openPreparedWriter<T>(setup: SinkSetup<T>, restoredState: 
     throw new PostgresSinkError(`${name}: the job name and sink uid are too long for a prepared transaction's identifier (${MAX_GID_LENGTH} characters); shorten them`);
   }
   const restored = restoredState === undefined ? undefined : checkState(restoredState, name);
-  await resolvePrepared(pool, prefix, restored?.checkpoint ?? 0);
+  await earlierAttemptsGone(setup, name, () => resolvePrepared(pool, prefix, restored?.checkpoint ?? 0));
 
   // Checkpoints prepared and not yet committed, oldest first.
   const uncommitted: number[] = [];
@@ -50,9 +50,14 @@ export async function openPreparedWriter<T>(setup: SinkSetup<T>, restoredState: 
   const commits = serialQueue();
   let writeFailure: Error | undefined;
 
-  const flush = async (): Promise<void> => {
+  // The rows are taken from the buffer when a task is queued, not when it runs: records written after a barrier,
+  // while its PREPARE waits in the queue, belong to the next checkpoint's transaction.
+  const take = (): Row[] => {
     const rows = buffer;
     buffer = [];
+    return rows;
+  };
+  const flush = async (rows: Row[]): Promise<void> => {
     if (rows.length === 0) return;
     if (open === undefined) {
       open = await pool.connect();
@@ -88,12 +93,16 @@ export async function openPreparedWriter<T>(setup: SinkSetup<T>, restoredState: 
     write(value) {
       if (writeFailure !== undefined) throw fail(writeFailure, 'a write');
       buffer.push(setup.makeRow(value));
-      if (buffer.length >= batchSize) onWrites(flush).catch(() => undefined);
+      if (buffer.length >= batchSize) {
+        const rows = take();
+        onWrites(() => flush(rows)).catch(() => undefined);
+      }
     },
     async snapshot(checkpointId) {
+      const rows = take();
       try {
         await onWrites(async () => {
-          await flush();
+          await flush(rows);
           if (open === undefined) return;
           await open.query(`PREPARE TRANSACTION ${pg.escapeLiteral(gid(checkpointId))}`);
           release(open, false);
@@ -119,8 +128,9 @@ export async function openPreparedWriter<T>(setup: SinkSetup<T>, restoredState: 
     async finish() {
       try {
         await commits(() => commitUpTo(Number.MAX_SAFE_INTEGER));
+        const rows = take();
         await onWrites(async () => {
-          await flush();
+          await flush(rows);
           if (open === undefined) return;
           await open.query('COMMIT');
           release(open, false);
@@ -142,6 +152,34 @@ export async function openPreparedWriter<T>(setup: SinkSetup<T>, restoredState: 
       await commits(() => pool.end()).catch(() => undefined);
     },
   };
+}
+
+/** How long an earlier attempt's backends may take to end before the open fails. */
+const EARLIER_ATTEMPT_WAIT_MS = 30_000;
+
+/**
+ * Resolves the prepared transactions until no backend of an earlier attempt of this sink is left, then once more. A
+ * process killed while its PREPARE TRANSACTION was in flight leaves a backend that still completes it: resolving only
+ * before it ended would miss that one, which would then hold its row locks (and its identifier) for good. Resolving
+ * while waiting matters too: such a backend may itself wait for a row lock of a prepared transaction to resolve.
+ */
+async function earlierAttemptsGone(setup: Pick<SinkSetup<never>, 'pool' | 'sinkTag' | 'attempt'>, name: string, resolve: () => Promise<void>): Promise<void> {
+  const deadline = performance.now() + EARLIER_ATTEMPT_WAIT_MS;
+  for (;;) {
+    await resolve();
+    const { rows } = await setup.pool.query<{ pid: number }>(
+      'SELECT pid FROM pg_stat_activity WHERE starts_with(application_name, $1) AND application_name <> $2',
+      [setup.sinkTag, setup.attempt],
+    );
+    if (rows.length === 0) return resolve();
+    if (performance.now() > deadline) {
+      throw new PostgresSinkError(
+        `${name}: another attempt of this sink is still connected (backends ${rows.map((row) => row.pid).join(', ')}); ` +
+          'stop the other run of this job, or terminate those backends, then start again',
+      );
+    }
+    await new Promise((wake) => setTimeout(wake, 100));
+  }
 }
 
 /** Commits this sink's prepared transactions of checkpoints ≤ `completed`, and rolls back the others. */

@@ -6,6 +6,9 @@ export interface SinkSetup<T> {
   readonly pool: pg.Pool;
   readonly job: string;
   readonly uid: string;
+  /** The application_name prefix of every attempt of this sink (job and uid hashed), and this attempt's full name. */
+  readonly sinkTag: string;
+  readonly attempt: string;
   readonly shape: RowShape;
   readonly batchSize: number;
   readonly tolerableCommitFailures: number;
