@@ -4,6 +4,8 @@ import { async } from './async';
 import { browser } from './browser';
 import { checkpointing } from './checkpointing';
 import { connectors } from './connectors';
+import { connectorsPostgres } from './connectors-postgres';
+import { connectorsRedis } from './connectors-redis';
 import { curves } from './curves';
 import { keyedReduce } from './keyedReduce';
 import { incremental } from './incremental';
@@ -39,7 +41,8 @@ const groups: Record<string, () => Promise<Result[]>> = {
   query,
   'rxjs-interop': rxjsInterop,
   async,
-  connectors,
+  // NATS, Redis and PostgreSQL on loopback, as every machine here runs them.
+  connectors: async () => [...(await connectors()), ...(await connectorsRedis()), ...(await connectorsPostgres())],
   observability,
   parallel,
   curves,
