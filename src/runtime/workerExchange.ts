@@ -15,6 +15,7 @@ import type { CheckpointMode } from '../core/graph.js';
 import { instanceOfKey } from '../core/keyGroups.js';
 import type { Key, Scheduler } from '../core/types.js';
 import { checkKey } from '../state/keyCodec.js';
+import { alignedOutput } from '../task/alignerInputs.js';
 import { BarrierAligner } from '../task/barrierAligner.js';
 import { DirectObservable, endOnce, subscribeTo } from '../task/directObservable.js';
 import { workerOfSubtask, type Placement, type Route } from './placement.js';
@@ -116,20 +117,7 @@ export class WorkerExchange {
       const aligner = new BarrierAligner(
         placement.workers,
         mode,
-        {
-          record(_input, value, timestamp) {
-            record.current = timestamp;
-            subscriber.next(value);
-          },
-          aligned: (barrier) => subscriber.next(barrier),
-          cancelled(id, reason, by) {
-            if (reason === 'subsumed' && by !== undefined) decline(id, by);
-            subscriber.next(new CancelCheckpointMarker(id));
-          },
-          watermark: (timestamp) => subscriber.next(new Watermark(timestamp)),
-          idle: (idle) => subscriber.next(idle ? WATERMARK_IDLE : WATERMARK_ACTIVE),
-          complete: () => subscriber.complete(),
-        },
+        alignedOutput(subscriber, decline, record),
         scheduler,
         undefined,
       );

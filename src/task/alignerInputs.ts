@@ -1,6 +1,6 @@
 import type { Observable } from 'rxjs';
-import type { StreamElement } from '../core/elements.js';
-import type { BarrierAligner } from './barrierAligner.js';
+import { CancelCheckpointMarker, Watermark, WATERMARK_ACTIVE, WATERMARK_IDLE, type RecordTimestamp, type StreamElement } from '../core/elements.js';
+import type { AlignerCallbacks, BarrierAligner } from './barrierAligner.js';
 import { subscribeTo } from './directObservable.js';
 
 /**
@@ -28,4 +28,33 @@ export function feedAligner(
     }),
   );
   return () => stops.forEach((stop) => stop());
+}
+
+/**
+ * What an aligner over several flows sends on, as one flow into `output`: records (with their timestamp set in
+ * `record` when given), each barrier once aligned, a cancellation marker for an aborted alignment (reporting a
+ * subsumed one through `decline`, so that the coordinator aborts it at once), the combined watermark and idleness,
+ * and the end once every input ended. Shared by a source's parallel subtasks and a worker's input gates.
+ */
+export function alignedOutput(
+  output: { next(element: unknown): void; complete(): void },
+  decline: (id: number, by: number) => void,
+  record?: RecordTimestamp,
+): AlignerCallbacks {
+  return {
+    record: record
+      ? (_input, value, timestamp) => {
+          record.current = timestamp;
+          output.next(value);
+        }
+      : (_input, value) => output.next(value),
+    aligned: (barrier) => output.next(barrier),
+    cancelled(id, reason, by) {
+      if (reason === 'subsumed' && by !== undefined) decline(id, by);
+      output.next(new CancelCheckpointMarker(id));
+    },
+    watermark: (timestamp) => output.next(new Watermark(timestamp)),
+    idle: (idle) => output.next(idle ? WATERMARK_IDLE : WATERMARK_ACTIVE),
+    complete: () => output.complete(),
+  };
 }

@@ -1,9 +1,9 @@
 import type { Observable } from 'rxjs';
-import { CancelCheckpointMarker, Watermark, WATERMARK_ACTIVE, WATERMARK_IDLE, type StreamElement } from '../core/elements.js';
+import type { StreamElement } from '../core/elements.js';
 import type { CheckpointMode } from '../core/graph.js';
 import type { Scheduler } from '../core/types.js';
 import { BarrierAligner } from './barrierAligner.js';
-import { feedAligner } from './alignerInputs.js';
+import { alignedOutput, feedAligner } from './alignerInputs.js';
 import { DirectObservable, endOnce } from './directObservable.js';
 
 export interface SubtaskMergeOptions {
@@ -26,17 +26,7 @@ export function mergeSubtasks(subtasks: readonly Observable<StreamElement<unknow
     const aligner = new BarrierAligner(
       subtasks.length,
       options.mode,
-      {
-        record: (_input, value) => subscriber.next(value),
-        aligned: (barrier) => subscriber.next(barrier),
-        cancelled(id, reason, by) {
-          if (reason === 'subsumed' && by !== undefined) options.decline(id, by);
-          subscriber.next(new CancelCheckpointMarker(id));
-        },
-        watermark: (timestamp) => subscriber.next(new Watermark(timestamp)),
-        idle: (idle) => subscriber.next(idle ? WATERMARK_IDLE : WATERMARK_ACTIVE),
-        complete: () => subscriber.complete(),
-      },
+      alignedOutput(subscriber, (id, by) => options.decline(id, by)),
       options.scheduler,
       undefined,
     );
