@@ -227,11 +227,12 @@ export class MalformedStreamEntryError extends MalformedRecordError {
   readonly id: string;
   readonly split: string;
 
-  constructor(message: string, where: { stream: string; id: string; split: string; cause?: unknown }) {
-    super(message, { cause: where.cause });
-    this.stream = where.stream;
-    this.id = where.id;
-    this.split = where.split;
+  /** `where` is optional so that the class can be made from a message alone, as every weir error can. */
+  constructor(message: string, where?: { stream: string; id: string; split: string; cause?: unknown }) {
+    super(message, { cause: where?.cause });
+    this.stream = where?.stream ?? '';
+    this.id = where?.id ?? '';
+    this.split = where?.split ?? '';
   }
 }
 
