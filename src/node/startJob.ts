@@ -2,12 +2,12 @@ import { pathToFileURL } from 'node:url';
 import { checkOptions } from '../core/checkOptions.js';
 import { JobDefinitionError } from '../core/errors.js';
 import { withDefaultParallelism, type StartOptions } from '../runtime/job.js';
-import { checkPlaceable } from '../runtime/placement.js';
+import { jobOf } from '../runtime/jobModule.js';
+import { launchOnWorkers } from '../runtime/launchOnWorkers.js';
 import type { RunningJob } from '../runtime/runningJob.js';
-import { jobOf } from './jobModule.js';
-import { WorkerAttempt } from './workerAttempt.js';
+import { nodeWorkerHost } from './nodeWorkerHost.js';
 
-export type { JobDefinition, JobModuleContext } from './jobModule.js';
+export type { JobDefinition, JobModuleContext } from '../runtime/jobModule.js';
 
 export type StartJobOptions = StartOptions & {
   /** Worker threads that run the job's subtasks (at least 1). */
@@ -44,23 +44,6 @@ export async function startJob(moduleUrl: string | URL, options: StartJobOptions
   if (!(Number.isInteger(workers) && workers >= 1)) throw new JobDefinitionError(`startJob (${url}): workers must be an integer ≥ 1, got ${String(workers)}`);
   const module = (await import(url)) as Record<string, unknown>;
   const job = withDefaultParallelism(workers, () => jobOf(module, exportName, url, { workers, worker: undefined }));
-  checkPlaceable(job.graph);
-  let attempt = 0;
-  const queriesRefused =
-    `job '${job.name}' runs on worker threads, where state queries are not routed to the owning worker yet; ` +
-    'query a job started with job.start() on one thread, or read its checkpoints with the State Processor (readSavepoint)';
-  return job.launch(start, (execution, restored, restoringAtStart, storage) =>
-    new WorkerAttempt({
-      attempt: ++attempt,
-      workers,
-      moduleUrl: url,
-      exportName,
-      preload: preload.map((entry) => (entry instanceof URL ? entry.href : entry)),
-      execution,
-      storage,
-      restored,
-      restoringAtStart,
-    }),
-    queriesRefused,
-  );
+  const host = nodeWorkerHost({ moduleUrl: url, exportName, preload: preload.map((entry) => (entry instanceof URL ? entry.href : entry)) });
+  return launchOnWorkers(job, workers, start, host);
 }
