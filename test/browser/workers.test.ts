@@ -1,0 +1,100 @@
+// weir/browser's startJob on module Web Workers in real Chromium: the same keyed sum on 2 workers, 1 worker and one
+// thread; an IndexedDB checkpoint taken with 2 workers restored with 1; a throw in a worker restarted from the
+// latest checkpoint. Output is compared line for line, exactly once.
+import { afterEach, describe, expect, it } from 'vitest';
+import type { RunningJob } from 'weir';
+import { startJob } from 'weir/browser';
+import { freshDbName } from './idbFixtures';
+import { keyedSum, type Batch, type KeyedSumSettings } from './workers/keyedSum';
+
+let runs = 0;
+const channels: BroadcastChannel[] = [];
+afterEach(() => channels.splice(0).forEach((channel) => channel.close()));
+
+/** The settings of a fresh run, with its own output channel: 2400 records, 24 keys of 100, 4 splits of 6 keys. */
+function settings(overrides: Partial<KeyedSumSettings> = {}): KeyedSumSettings {
+  return { name: `browser-sum-${++runs}-${crypto.randomUUID()}`, records: 2400, keys: 24, splits: 4, ...overrides };
+}
+
+/** What the job publishes on its channel: one batch per id (a restored attempt publishes its restored ones again). */
+function output(name: string) {
+  const channel = new BroadcastChannel(name);
+  channels.push(channel);
+  const batches = new Map<Batch['batch'], string[]>();
+  let ended!: () => void;
+  const end = new Promise<void>((resolve) => (ended = resolve));
+  channel.onmessage = (event: MessageEvent<Batch>) => {
+    batches.set(event.data.batch, event.data.lines);
+    if (event.data.batch === 'end') ended();
+  };
+  return { end, lines: () => [...batches.values()].flat().sort() };
+}
+
+/** Every running sum, computed here: each key's records come in index order, within its own split. */
+function expected({ records, keys }: KeyedSumSettings): string[] {
+  const perKey = records / keys;
+  const sums = new Map<string, number>();
+  const lines: string[] = [];
+  for (let i = 0; i < records; i++) {
+    const key = `k${Math.floor(i / perKey)}`;
+    sums.set(key, (sums.get(key) ?? 0) + i);
+    lines.push(`${key}=${sums.get(key)!}`);
+  }
+  return lines.sort();
+}
+
+/** The module worker factory of the tests: the job's settings travel in the worker's name; spawns are counted. */
+function workerFactory(job: KeyedSumSettings, firstAttempt: Partial<KeyedSumSettings> = {}, workers = 2) {
+  let spawned = 0;
+  return () => {
+    const settingsHere = spawned++ < workers ? { ...job, ...firstAttempt } : job;
+    return new Worker(new URL('./workers/keyedSum.worker.ts', import.meta.url), { type: 'module', name: JSON.stringify(settingsHere) });
+  };
+}
+
+async function runToEnd(job: KeyedSumSettings, start: () => RunningJob) {
+  const out = output(job.name);
+  const result = await start().done;
+  await out.end;
+  return { result, lines: out.lines() };
+}
+
+describe('startJob on module Web Workers', { timeout: 240_000 }, () => {
+  it('computes with 2 workers exactly what 1 worker and one thread compute', async () => {
+    const two = settings({ checkpoints: 'memory' });
+    const one = settings({ checkpoints: 'memory' });
+    const thread = settings({ checkpoints: 'memory' });
+    const onTwo = await runToEnd(two, () => startJob(keyedSum(two), { workers: 2, worker: workerFactory(two) }));
+    const onOne = await runToEnd(one, () => startJob(keyedSum(one), { workers: 1, worker: workerFactory(one, {}, 1) }));
+    const onThread = await runToEnd(thread, () => keyedSum(thread)({ workers: 1, worker: undefined }).start());
+    expect(onTwo.result.status).toBe('finished');
+    expect(onTwo.lines).toEqual(expected(two));
+    expect(onOne.lines).toEqual(onTwo.lines);
+    expect(onThread.lines).toEqual(onTwo.lines);
+  });
+
+  it('restores with 1 worker an IndexedDB checkpoint taken with 2, each record once', async () => {
+    const job = settings({ checkpoints: freshDbName(), records: 24_000, chunkSize: 4 });
+    const out = output(job.name);
+    const first = startJob(keyedSum(job), { workers: 2, worker: workerFactory(job) });
+    const taken = await first.checkpoint();
+    expect(taken.path).toMatch(/^indexeddb:\/\//);
+    const cancelled = await first.cancel();
+    expect(cancelled.status).toBe('cancelled');
+
+    const second = startJob(keyedSum(job), { workers: 1, worker: workerFactory(job, {}, 1), restore: 'latest' });
+    const result = await second.done;
+    await out.end;
+    expect(result.status).toBe('finished');
+    expect(result.restoredFrom).toBeDefined();
+    expect(out.lines()).toEqual(expected(job));
+  });
+
+  it("restarts from the latest checkpoint after a worker's user function throws, output exactly once", async () => {
+    const job = settings({ checkpoints: freshDbName(), records: 4800, chunkSize: 8, interval: 20 });
+    const { result, lines } = await runToEnd(job, () => startJob(keyedSum(job), { workers: 2, worker: workerFactory(job, { failAt: 3201 }) }));
+    expect(result.status).toBe('finished');
+    expect(result.restarts).toBe(1);
+    expect(lines).toEqual(expected(job));
+  });
+});

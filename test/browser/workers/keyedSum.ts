@@ -1,0 +1,94 @@
+// A job definition for the browser worker tests: a keyed running sum over a split array whose splits each hold their
+// own keys (so each key's running sums come in one order, and runs compare line for line), written by an
+// exactly-once sink that publishes committed batches on a BroadcastChannel (the page hears it from any worker).
+import { createJob, fromArray, keyBy, map, memoryCheckpointStorage, reduce, sinkTo, type Json, type Sink } from 'weir';
+import { indexedDbCheckpointStorage, type JobModuleContext } from 'weir/browser';
+
+export interface KeyedSumSettings {
+  /** The job's name and the BroadcastChannel its output goes to. */
+  name: string;
+  records: number;
+  keys: number;
+  splits: number;
+  /** An IndexedDB database to checkpoint to; 'memory'; absent: no checkpointing. */
+  checkpoints?: string;
+  interval?: number;
+  chunkSize?: number;
+  /** Throw at this record value (the test gives it to the first attempt's workers only). */
+  failAt?: number;
+}
+
+/** A batch of output lines: a checkpoint's, published once it commits, or the last one ('end'). */
+export interface Batch {
+  batch: number | 'end';
+  lines: string[];
+}
+
+/**
+ * A two-phase sink: lines since the last barrier are pre-committed in the checkpoint and published when it
+ * completes. A restored attempt publishes the restored pre-committed batches again; the reader keeps one per id.
+ */
+function broadcastSink(channel: string): Sink<string> {
+  return {
+    name: `broadcast(${channel})`,
+    open: ({ restoredState }) => {
+      const out = new BroadcastChannel(channel);
+      let buffer: string[] = [];
+      const pending = new Map<number, string[]>((restoredState as [number, string[]][] | undefined) ?? []);
+      const publish = (batch: Batch) => out.postMessage(batch);
+      for (const [batch, lines] of pending) publish({ batch, lines });
+      pending.clear();
+      return {
+        write: (line) => void buffer.push(line),
+        snapshot: (id) => {
+          pending.set(id, buffer);
+          buffer = [];
+          return [...pending] as Json;
+        },
+        commit: (id) => {
+          for (const [batch, lines] of pending) {
+            if (batch > id) continue;
+            publish({ batch, lines });
+            pending.delete(batch);
+          }
+        },
+        finish: () => {
+          for (const [batch, lines] of pending) publish({ batch, lines });
+          publish({ batch: 'end', lines: buffer });
+          out.close();
+        },
+        abort: () => out.close(),
+      };
+    },
+  };
+}
+
+/** The definition the page and every worker build the job from. */
+export function keyedSum(settings: KeyedSumSettings) {
+  return ({ workers }: JobModuleContext) => {
+    const storage =
+      settings.checkpoints === undefined ? undefined : settings.checkpoints === 'memory' ? memoryCheckpointStorage() : indexedDbCheckpointStorage({ dbName: settings.checkpoints });
+    const job = createJob({
+      name: settings.name,
+      ...(storage ? { checkpoints: { storage, ...(settings.interval ? { interval: settings.interval } : {}) } } : {}),
+      restart: { strategy: 'fixed-delay', attempts: 3, delay: 0 },
+      ...(settings.chunkSize ? { chunkSize: settings.chunkSize } : {}),
+    });
+    const perKey = settings.records / settings.keys;
+    const records = Array.from({ length: settings.records }, (_, i) => ({ key: `k${Math.floor(i / perKey)}`, value: i }));
+    const { failAt } = settings;
+    job
+      .source(fromArray(records, { splits: settings.splits }), { uid: 'records' })
+      .pipe(
+        map((record) => {
+          if (record.value === failAt) throw new Error(`failing once at ${failAt} (of ${workers} workers)`);
+          return record;
+        }),
+        keyBy((record) => record.key),
+        reduce((a, b) => ({ key: a.key, value: a.value + b.value }), { uid: 'sum' }),
+        map((record) => `${record.key}=${record.value}`),
+        sinkTo(broadcastSink(settings.name), { uid: 'out' }),
+      );
+    return job;
+  };
+}
