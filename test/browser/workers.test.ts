@@ -91,10 +91,13 @@ describe('startJob on module Web Workers', { timeout: 240_000 }, () => {
   });
 
   it("restarts from the latest checkpoint after a worker's user function throws, output exactly once", async () => {
-    const job = settings({ checkpoints: freshDbName(), records: 4800, chunkSize: 8, interval: 20 });
-    const { result, lines } = await runToEnd(job, () => startJob(keyedSum(job), { workers: 2, worker: workerFactory(job, { failAt: 3201 }) }));
+    // The throw comes two thirds into worker 0's second split, long after the first checkpoints every 20 ms.
+    const job = settings({ checkpoints: freshDbName(), records: 9600, chunkSize: 8, interval: 20 });
+    let running!: RunningJob;
+    const { result, lines } = await runToEnd(job, () => (running = startJob(keyedSum(job), { workers: 2, worker: workerFactory(job, { failAt: 6401 }) })));
     expect(result.status).toBe('finished');
     expect(result.restarts).toBe(1);
+    expect(running.restoredFrom?.kind).toBe('checkpoint');
     expect(lines).toEqual(expected(job));
   });
 });
