@@ -74,9 +74,10 @@ describe('startJob on module Web Workers', { timeout: 240_000 }, () => {
   });
 
   it('restores with 1 worker an IndexedDB checkpoint taken with 2, each record once', async () => {
-    const job = settings({ checkpoints: freshDbName(), records: 24_000, chunkSize: 4 });
+    // The first run's splits wait after 300 records each: it checkpoints mid-input, and is cancelled there.
+    const job = settings({ checkpoints: freshDbName(), chunkSize: 8 });
     const out = output(job.name);
-    const first = startJob(keyedSum(job), { workers: 2, worker: workerFactory(job) });
+    const first = startJob(keyedSum(job), { workers: 2, worker: workerFactory(job, { holdAfter: 300 }) });
     const taken = await first.checkpoint();
     expect(taken.path).toMatch(/^indexeddb:\/\//);
     const cancelled = await first.cancel();
@@ -86,18 +87,26 @@ describe('startJob on module Web Workers', { timeout: 240_000 }, () => {
     const result = await second.done;
     await out.end;
     expect(result.status).toBe('finished');
-    expect(result.restoredFrom).toBeDefined();
+    expect(result.restoredFrom).toBe(taken.path.replace(/^indexeddb:\/\/[^/]+\//, ''));
     expect(out.lines()).toEqual(expected(job));
   });
 
   it("restarts from the latest checkpoint after a worker's user function throws, output exactly once", async () => {
-    // The throw comes two thirds into worker 0's second split, long after the first checkpoints every 20 ms.
-    const job = settings({ checkpoints: freshDbName(), records: 9600, chunkSize: 8, interval: 20 });
-    let running!: RunningJob;
-    const { result, lines } = await runToEnd(job, () => (running = startJob(keyedSum(job), { workers: 2, worker: workerFactory(job, { failAt: 6401 }) })));
+    // The first attempt's splits wait after 300 records each until a checkpoint has completed; then the throw comes.
+    const job = settings({ checkpoints: freshDbName(), chunkSize: 8 });
+    const out = output(job.name);
+    const running = startJob(keyedSum(job), { workers: 2, worker: workerFactory(job, { failAt: 1500, holdAfter: 300 }) });
+    const taken = await running.checkpoint();
+    const control = new BroadcastChannel(`${job.name}-control`);
+    channels.push(control);
+    control.postMessage('release');
+    const result = await running.done;
+    await out.end;
     expect(result.status).toBe('finished');
     expect(result.restarts).toBe(1);
-    expect(running.restoredFrom?.kind).toBe('checkpoint');
+    expect(running.restoredFrom).toMatchObject({ kind: 'checkpoint' });
+    expect(running.restoredFrom!.id).toBeGreaterThanOrEqual(taken.id);
+    const lines = out.lines();
     expect(lines).toEqual(expected(job));
   });
 });

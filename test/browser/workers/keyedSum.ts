@@ -1,7 +1,7 @@
 // A job definition for the browser worker tests: a keyed running sum over a split array whose splits each hold their
 // own keys (so each key's running sums come in one order, and runs compare line for line), written by an
 // exactly-once sink that publishes committed batches on a BroadcastChannel (the page hears it from any worker).
-import { createJob, fromArray, keyBy, map, memoryCheckpointStorage, reduce, sinkTo, type Json, type Sink } from 'weir';
+import { createJob, fromArray, fromSplits, keyBy, map, memoryCheckpointStorage, reduce, sinkTo, type Json, type Sink, type Source } from 'weir';
 import { indexedDbCheckpointStorage, type JobModuleContext } from 'weir/browser';
 
 export interface KeyedSumSettings {
@@ -16,6 +16,8 @@ export interface KeyedSumSettings {
   chunkSize?: number;
   /** Throw at this record value (the test gives it to the first attempt's workers only). */
   failAt?: number;
+  /** Each split stops after this many of its records until the page posts 'release' on `${name}-control`. */
+  holdAfter?: number;
 }
 
 /** A batch of output lines: a checkpoint's, published once it commits, or the last one ('end'). */
@@ -63,6 +65,39 @@ function broadcastSink(channel: string): Sink<string> {
   };
 }
 
+/**
+ * `records` in `splits` index ranges, as fromArray cuts them, whose readers each wait after `holdAfter` records of
+ * their split, answering empty reads (so barriers pass and checkpoints complete), until the page releases them.
+ */
+function heldArray<T>(records: readonly T[], splits: number, holdAfter: number, channel: string): Source<T> {
+  let released = false;
+  const control = new BroadcastChannel(channel);
+  control.onmessage = () => ((released = true), control.close());
+  return fromSplits<T>(`held(${records.length} records)`, {
+    list: () =>
+      Array.from({ length: splits }, (_, k) => {
+        const from = Math.floor((k * records.length) / splits);
+        const to = Math.floor(((k + 1) * records.length) / splits);
+        return { id: `[${from},${to})`, description: { from, to } };
+      }),
+    open: (split, { restoredOffset }) => {
+      const { from, to } = split.description as { from: number; to: number };
+      let next = typeof restoredOffset === 'number' ? restoredOffset : from;
+      return {
+        read: (max) => {
+          if (next >= to) return null;
+          if (!released && next >= from + holdAfter) return new Promise<T[]>((resolve) => setTimeout(() => resolve([]), 5));
+          const end = Math.min(to, next + max, released ? to : from + holdAfter);
+          const chunk = records.slice(next, end);
+          next = end;
+          return chunk;
+        },
+        offset: () => next,
+      };
+    },
+  });
+}
+
 /** The definition the page and every worker build the job from. */
 export function keyedSum(settings: KeyedSumSettings) {
   return ({ workers }: JobModuleContext) => {
@@ -78,7 +113,10 @@ export function keyedSum(settings: KeyedSumSettings) {
     const records = Array.from({ length: settings.records }, (_, i) => ({ key: `k${Math.floor(i / perKey)}`, value: i }));
     const { failAt } = settings;
     job
-      .source(fromArray(records, { splits: settings.splits }), { uid: 'records' })
+      .source(
+        settings.holdAfter === undefined ? fromArray(records, { splits: settings.splits }) : heldArray(records, settings.splits, settings.holdAfter, `${settings.name}-control`),
+        { uid: 'records' },
+      )
       .pipe(
         map((record) => {
           if (record.value === failAt) throw new Error(`failing once at ${failAt} (of ${workers} workers)`);
