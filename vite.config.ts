@@ -71,7 +71,7 @@ export default defineConfig({
   },
   build: {
     lib: {
-      entry: { index: src('index.ts'), node: src('node/index.ts'), browser: src('browser/index.ts'), testing: src('testing/index.ts'), cli: src('node/cli/run.ts') },
+      entry: { index: src('index.ts'), node: src('node/index.ts'), browser: src('browser/index.ts'), testing: src('testing/index.ts'), cli: src('node/cli/run.ts'), jobWorker: src('node/jobWorker.ts') },
       formats: ['es'],
     },
     rollupOptions: {

@@ -1,3 +1,4 @@
+import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { checkOptions } from '../core/checkOptions.js';
 import { JobDefinitionError } from '../core/errors.js';
@@ -14,7 +15,7 @@ export type StartJobOptions = StartOptions & {
   workers: number;
   /** The job module's export that builds the job (default `'default'`). */
   export?: string;
-  /** Modules each worker imports before the job module, e.g. a TypeScript loader. */
+  /** Modules each worker imports before the job module, e.g. a TypeScript loader: URLs, or file paths from the working directory. */
   preload?: (string | URL)[];
 };
 
@@ -37,13 +38,23 @@ export type StartJobOptions = StartOptions & {
  * const running = await startJob(new URL('./clicks.job.js', import.meta.url), { workers: 2, restore: 'latest' });
  * await running.done;
  */
+/**
+ * A module to import in a worker, as a URL: the worker's first module may be a data: URL (in the build), from which
+ * a relative path would not resolve. A bare package name is passed on as it is.
+ */
+function moduleHref(entry: string | URL): string {
+  if (entry instanceof URL) return entry.href;
+  if (entry.startsWith('.') || entry.startsWith('/')) return pathToFileURL(resolve(entry)).href;
+  return entry;
+}
+
 export async function startJob(moduleUrl: string | URL, options: StartJobOptions): Promise<RunningJob> {
   const { workers, export: exportName = 'default', preload = [], ...start } = options ?? ({} as StartJobOptions);
-  const url = moduleUrl instanceof URL ? moduleUrl.href : moduleUrl.startsWith('file:') ? moduleUrl : pathToFileURL(moduleUrl).href;
+  const url = moduleUrl instanceof URL || moduleUrl.startsWith('file:') ? String(moduleUrl) : pathToFileURL(resolve(moduleUrl)).href;
   checkOptions(`startJob (${url})`, options, ['workers', 'export', 'preload', 'restore', 'allowNonRestoredState']);
   if (!(Number.isInteger(workers) && workers >= 1)) throw new JobDefinitionError(`startJob (${url}): workers must be an integer ≥ 1, got ${String(workers)}`);
   const module = (await import(url)) as Record<string, unknown>;
   const job = withDefaultParallelism(workers, () => jobOf(module, exportName, url, { workers, worker: undefined }));
-  const host = nodeWorkerHost({ moduleUrl: url, exportName, preload: preload.map((entry) => (entry instanceof URL ? entry.href : entry)) });
+  const host = nodeWorkerHost({ moduleUrl: url, exportName, preload: preload.map(moduleHref) });
   return launchOnWorkers(job, workers, start, host);
 }

@@ -1,4 +1,5 @@
 import type { SavepointTarget } from '../checkpoint/coordinator.js';
+import type { Key } from '../core/types.js';
 import type { QueryableStateRegistry } from '../query/queryableStateRegistry.js';
 
 /**
@@ -16,4 +17,9 @@ export interface Attempt {
   cancel(reason: unknown): void | Promise<void>;
   /** The attempt's queryable states. */
   readonly queryable: QueryableStateRegistry;
+  /**
+   * A live query answered by the threads that hold the state (worker threads); without it, `queryable` answers.
+   * Resolves with `known: false` when no thread has a state of that name.
+   */
+  query?(name: string, key: Key): Promise<{ known: boolean; value: unknown }>;
 }

@@ -4,6 +4,7 @@ import type { CheckpointStats } from '../checkpoint/checkpointStats.js';
 import type { LoadedCheckpoint } from '../checkpoint/loadCheckpoint.js';
 import { checkOptions } from '../core/checkOptions.js';
 import { JobDefinitionError, WeirError } from '../core/errors.js';
+import { UnknownQueryableStateError } from '../query/queryErrors.js';
 import type { Attempt } from './attempt.js';
 import { StateQueries, type KeyPage, type KeyPageOptions, type QueryableStateReader, type QueryOptions } from '../query/stateQueries.js';
 import type { QueryableStateInfo } from '../query/queryableStateRegistry.js';
@@ -86,6 +87,13 @@ export class RunningJob implements QueryableStateReader {
    * await running.query<number>('clicks-per-user', 'ada', { asOf: 3 });    // as of checkpoint 3
    */
   query<T = unknown>(name: string, key: Key, options?: QueryOptions): Promise<T | undefined> {
+    const attempt = this.execution;
+    if (attempt?.query && this.hasStarted && !this.ended && options?.asOf === undefined) {
+      return attempt.query(name, key).then(({ known, value }) => {
+        if (!known) throw new UnknownQueryableStateError(`job '${this.setup.job}' has no queryable state '${name}' on its workers (yet: a state is queryable once its operator used it, or from the start when listed in its states)`);
+        return value as T | undefined;
+      });
+    }
     if (this.setup.queriesRefused) return Promise.reject(new JobDefinitionError(this.setup.queriesRefused));
     return this.queries.query<T>(name, key, options);
   }

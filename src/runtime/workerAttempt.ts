@@ -2,7 +2,8 @@ import { taskId, type CheckpointTask, type SavepointTarget } from '../checkpoint
 import type { CheckpointParticipants } from '../checkpoint/checkpointParticipants.js';
 import type { LoadedCheckpoint } from '../checkpoint/loadCheckpoint.js';
 import { JobDefinitionError, WorkerFailedError } from '../core/errors.js';
-import type { CheckpointStorage } from '../core/types.js';
+import type { CheckpointStorage, Key } from '../core/types.js';
+import { QueryableStateUnavailableError } from '../query/queryErrors.js';
 import { QueryableStateRegistry } from '../query/queryableStateRegistry.js';
 import type { SnapshotTarget } from '../task/snapshotWriter.js';
 import type { Attempt } from './attempt.js';
@@ -58,6 +59,9 @@ export class WorkerAttempt implements Attempt {
   private announced: { target: SnapshotTarget; storage: number } | undefined;
   /** Commits in flight: the workers that have not answered yet, by checkpoint id. */
   private readonly commits = new Map<number, { waiting: Set<number>; resolve(): void; reject(error: unknown): void }>();
+  /** Live queries in flight: the answers so far, by request. */
+  private readonly queries = new Map<number, { answers: number; known: boolean; value: unknown; resolve(answer: { known: boolean; value: unknown }): void; reject(error: unknown): void }>();
+  private nextQuery = 0;
 
   constructor(private readonly options: WorkerAttemptOptions) {
     this.queryable = new QueryableStateRegistry(options.execution.graph.jobName, options.execution.maxParallelism);
@@ -120,6 +124,21 @@ export class WorkerAttempt implements Attempt {
     this.post({ t: 'drain', a: this.options.attempt });
   }
 
+  /**
+   * A live query, asked of every worker: only the one running the instance of the key's group can hold a value, so
+   * the answer is the value one of them found (undefined when none did).
+   */
+  query(name: string, key: Key): Promise<{ known: boolean; value: unknown }> {
+    if (this.state !== 'running' && this.state !== 'finishing') {
+      return Promise.reject(new QueryableStateUnavailableError(`job '${this.job}' is starting, restarting or ending: its workers answer no query now; retry`));
+    }
+    const request = this.nextQuery++;
+    return new Promise((resolve, reject) => {
+      this.queries.set(request, { answers: 0, known: false, value: undefined, resolve, reject });
+      this.post({ t: 'query', a: this.options.attempt, request, name, key });
+    });
+  }
+
   /** Ends the attempt at once; settles once every worker has exited. */
   async cancel(reason: unknown): Promise<void> {
     this.fail(reason);
@@ -174,6 +193,17 @@ export class WorkerAttempt implements Attempt {
       }
       case 'storage':
         return this.serveStorage(w, message);
+      case 'queryReply': {
+        const query = this.queries.get(message.request);
+        if (!query) return;
+        query.known ||= message.known;
+        if (message.value !== undefined) query.value = message.value;
+        if (++query.answers === this.options.workers) {
+          this.queries.delete(message.request);
+          query.resolve({ known: query.known, value: query.value });
+        }
+        return;
+      }
     }
   }
 
@@ -287,6 +317,8 @@ export class WorkerAttempt implements Attempt {
     this.options.execution.coordinator?.detach(error);
     for (const commit of this.commits.values()) commit.reject(error);
     this.commits.clear();
+    for (const query of this.queries.values()) query.reject(new QueryableStateUnavailableError(`job '${this.job}' is restarting or ending: the query was not answered; retry`));
+    this.queries.clear();
     this.failStart(error);
     void this.terminated().then(() => this.rejectDone(error));
   }

@@ -1,4 +1,5 @@
 import type { OperatorCheckpointStats } from '../core/operatorCheckpointStats.js';
+import type { Key } from '../core/types.js';
 import type { SnapshotTarget, SnapshotTask, TaskStateHandles } from '../task/snapshotWriter.js';
 
 /**
@@ -16,6 +17,8 @@ export type ToWorker =
   /** The final checkpoint completed: sinks finish, then the worker answers `done`. */
   | { t: 'finalDone'; a: number }
   | { t: 'drain'; a: number }
+  /** A live state query: every worker answers, the one that owns the key's group with its value. */
+  | { t: 'query'; a: number; request: number; name: string; key: Key }
   | { t: 'storageReply'; a: number; request: number; ok: true; value: unknown }
   | { t: 'storageReply'; a: number; request: number; ok: false; error: WireError };
 
@@ -33,7 +36,9 @@ export type FromWorker =
   | { t: 'decline'; a: number; w: number; id: number; task: SnapshotTask; by: number }
   | { t: 'committed'; a: number; w: number; id: number }
   | { t: 'commitFailed'; a: number; w: number; id: number; error: WireError }
-  | { t: 'storage'; a: number; w: number; request: number; storage: number; op: StorageOp; path: string; data?: Uint8Array };
+  | { t: 'storage'; a: number; w: number; request: number; storage: number; op: StorageOp; path: string; data?: Uint8Array }
+  /** `known`: the worker has the state (so the value, undefined when its key is not in this worker's key groups). */
+  | { t: 'queryReply'; a: number; w: number; request: number; known: boolean; value?: unknown };
 
 /** A main-thread storage as a worker knows it: by number, with what its messages and limits need. */
 export interface StorageInfo {

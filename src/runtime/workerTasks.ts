@@ -151,6 +151,12 @@ export class WorkerTasks {
         return this.finalDone();
       case 'drain':
         return this.execution.drain();
+      case 'query': {
+        const state = this.execution.queryable.lookup(message.name);
+        const stored = state?.peek(message.key);
+        const value = stored === undefined || state === undefined ? undefined : state.descriptor.kind === 'aggregating' ? state.descriptor.aggregate.getResult(stored) : stored;
+        return this.links.post({ t: 'queryReply', a, w, request: message.request, known: state !== undefined, value });
+      }
     }
   }
 

@@ -52,7 +52,7 @@ export default function keyedSum() {
         return record;
       }),
       keyBy((record) => record.key),
-      reduce((a, b) => ({ key: a.key, value: a.value + b.value }), { uid: 'sum' }),
+      reduce((a, b) => ({ key: a.key, value: a.value + b.value }), { uid: 'sum', queryable: 'sums' }),
       toFile(settings.out, { uid: 'out', format: (record) => `${record.key}=${record.value}` }),
     );
   return job;
