@@ -201,7 +201,7 @@ function renderWorkers(current: PlaygroundRun) {
       table.append(tr);
     }
   }
-  const note = el('p', `${workers} module Web Worker${workers > 1 ? 's' : ''}; the source and the sinks run in worker 0. Live state queries are not routed to workers yet.`);
+  const note = el('p', `${workers} module Web Worker${workers > 1 ? 's' : ''}; the source and the sinks run in worker 0. Workers answer queries by key only: the Live state panel, which lists keys, stays empty.`);
   box.replaceChildren(note, table);
 }
 
