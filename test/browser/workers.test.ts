@@ -2,7 +2,7 @@
 // thread; an IndexedDB checkpoint taken with 2 workers restored with 1; a throw in a worker restarted from the
 // latest checkpoint. Output is compared line for line, exactly once.
 import { afterEach, describe, expect, it } from 'vitest';
-import type { RunningJob } from 'weir';
+import { DEFAULT_MAX_PARALLELISM, keyGroupOf, keyGroupRangeFor, type RunningJob } from 'weir';
 import { startJob } from 'weir/browser';
 import { freshDbName } from './idbFixtures';
 import { keyedSum, type Batch, type KeyedSumSettings } from './workers/keyedSum';
@@ -74,7 +74,7 @@ describe('startJob on module Web Workers', { timeout: 240_000 }, () => {
   });
 
   it('restores with 1 worker an IndexedDB checkpoint taken with 2, each record once', async () => {
-    // The first run's splits wait after 300 records each: it checkpoints mid-input, and is cancelled there.
+    // The first run's workers wait after 300 records of their first split: it checkpoints mid-input, and is cancelled there.
     const job = settings({ checkpoints: freshDbName(), chunkSize: 8 });
     const out = output(job.name);
     const first = startJob(keyedSum(job), { workers: 2, worker: workerFactory(job, { holdAfter: 300 }) });
@@ -92,7 +92,8 @@ describe('startJob on module Web Workers', { timeout: 240_000 }, () => {
   });
 
   it("restarts from the latest checkpoint after a worker's user function throws, output exactly once", async () => {
-    // The first attempt's splits wait after 300 records each until a checkpoint has completed; then the throw comes.
+    // The first attempt's workers wait after 300 records of their first split until a checkpoint has completed; then
+    // they go on, and the throw comes in worker 0's second split (record 1500 of [1200, 1800)).
     const job = settings({ checkpoints: freshDbName(), chunkSize: 8 });
     const out = output(job.name);
     const running = startJob(keyedSum(job), { workers: 2, worker: workerFactory(job, { failAt: 1500, holdAfter: 300 }) });
@@ -108,5 +109,23 @@ describe('startJob on module Web Workers', { timeout: 240_000 }, () => {
     expect(running.restoredFrom!.id).toBeGreaterThanOrEqual(taken.id);
     const lines = out.lines();
     expect(lines).toEqual(expected(job));
+  });
+
+  it('answers a query by key from the worker that owns the key', async () => {
+    // Each worker reads its splits one after another, so its first split holds it: splits 0 (worker 0) and 1
+    // (worker 1) stop after 300 records, with their first 3 keys (100 records each) complete.
+    const job = settings({ checkpoints: 'memory', queryable: 'sums' });
+    const running = startJob(keyedSum(job), { workers: 2, worker: workerFactory(job, { holdAfter: 300 }) });
+    const sumOf = (key: number) => Array.from({ length: 100 }, (_, i) => key * 100 + i).reduce((a, b) => a + b, 0);
+    const keys = [0, 1, 2, 6, 7, 8];
+    // The key's group decides which worker's instance holds it, whichever worker read it: both own some of these.
+    const owner = (key: number) => (keyGroupOf(`k${key}`, DEFAULT_MAX_PARALLELISM) <= keyGroupRangeFor(0, 2, DEFAULT_MAX_PARALLELISM).end ? 0 : 1);
+    expect(new Set(keys.map(owner))).toEqual(new Set([0, 1]));
+    for (const key of keys) {
+      // Polled: the query waits for the splits to reach their hold, not for a time.
+      await expect.poll(async () => (await running.query<{ key: string; value: number }>('sums', `k${key}`).catch(() => undefined))?.value, { timeout: 120_000, interval: 50 }).toBe(sumOf(key));
+    }
+    expect(await running.query('sums', 'no-such-key')).toBeUndefined();
+    expect((await running.cancel()).status).toBe('cancelled');
   });
 });

@@ -18,6 +18,8 @@ export interface KeyedSumSettings {
   failAt?: number;
   /** Each split stops after this many of its records until the page posts 'release' on `${name}-control`. */
   holdAfter?: number;
+  /** Makes the sums queryable under this name. */
+  queryable?: string;
 }
 
 /** A batch of output lines: a checkpoint's, published once it commits, or the last one ('end'). */
@@ -123,7 +125,7 @@ export function keyedSum(settings: KeyedSumSettings) {
           return record;
         }),
         keyBy((record) => record.key),
-        reduce((a, b) => ({ key: a.key, value: a.value + b.value }), { uid: 'sum' }),
+        reduce((a, b) => ({ key: a.key, value: a.value + b.value }), { uid: 'sum', ...(settings.queryable ? { queryable: settings.queryable } : {}) }),
         map((record) => `${record.key}=${record.value}`),
         sinkTo(broadcastSink(settings.name), { uid: 'out' }),
       );
