@@ -14,6 +14,8 @@ const KEYED_EVENTS = 2_000_000;
 const KEYED_KEYS = 10_000;
 const CHECKPOINT_KEYS = 100_000;
 const RICH_KEYS = 50_000;
+/** Records of `browser/parallel-2-vs-1-workers`; `WEIR_BENCH_PARALLEL_RECORDS` shrinks it as for `parallel`. */
+const PARALLEL_RECORDS = Number(process.env.WEIR_BENCH_PARALLEL_RECORDS ?? 2_000_000);
 
 const root = fileURLToPath(new URL('./browser/', import.meta.url));
 const repo = fileURLToPath(new URL('../', import.meta.url));
@@ -67,6 +69,13 @@ export async function browser(): Promise<Result[]> {
       (keys) => (globalThis as unknown as { weirBench: BrowserBench }).weirBench.idbRichCheckpoint(keys, 3),
       RICH_KEYS,
     );
+    const parallel = await page.evaluate(
+      ([count, keys, work]) => (globalThis as unknown as { weirBench: BrowserBench }).weirBench.parallelWorkers(count, keys, work, 2),
+      [PARALLEL_RECORDS, 10_000, 1500] as const,
+    );
+    console.error(
+      `[bench] browser: ${PARALLEL_RECORDS} records, owned splits, ~2 µs each: ${Math.round(parallel.two)} records/s on 2 workers, ${Math.round(parallel.one)} on 1`,
+    );
     console.error(
       `[bench] browser: a checkpoint of ${RICH_KEYS} keys of rich values (Date, Set, bigint) takes ${rich.cloneMs.toFixed(1)} ms with them ` +
         `structured-cloned beside the file, ${rich.superjsonMs.toFixed(1)} ms with superjson inside it`,
@@ -89,6 +98,7 @@ export async function browser(): Promise<Result[]> {
       { name: 'browser/keyed-reduce-weir', value: keyed.weir, unit: 'events/s' },
       { name: 'browser/keyed-reduce-rx-scan', value: keyed.scan, unit: 'events/s' },
       { name: 'browser/keyed-reduce-weir-vs-rx-scan', value: keyed.weir / keyed.scan, unit: 'ratio', bar: { op: '>=', value: 0.6 } },
+      { name: 'browser/parallel-2-vs-1-workers', value: parallel.two / parallel.one, unit: 'ratio', bar: { op: '>=', value: 1.6 } },
     ];
   } finally {
     await chrome.close();

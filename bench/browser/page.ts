@@ -2,10 +2,11 @@
 // Chromium): each function runs one side-by-side measurement in the page and returns plain numbers.
 import { createStore, del, set } from 'idb-keyval';
 import { createJob, forEach, heapStateBackend, keyBy, reduce, type CheckpointStats, type CheckpointStorage, type Source } from 'weir';
-import { indexedDbCheckpointStorage } from 'weir/browser';
+import { indexedDbCheckpointStorage, startJob } from 'weir/browser';
 import { addEvents, makeEvents, type KeyedEvent } from '../events';
 import { rxScan, weirReduce } from '../keyedReduceSides';
 import { sideBySide } from '../sideBySide';
+import { parallelJob, type BrowserParallelSettings } from './parallelJob';
 
 /** A full GC where Chromium runs with --js-flags=--expose-gc (bench/browser.ts passes it), else nothing. */
 const gc = (globalThis as { gc?: () => void }).gc;
@@ -174,6 +175,21 @@ async function idbRichCheckpoint(keys: number, rounds: number): Promise<{ cloneM
   return { cloneMs: best.clone, superjsonMs: best.superjson };
 }
 
-const bench = { keyedReduce, idbCheckpoint, idbRichCheckpoint, hasGc: gc !== undefined };
+/**
+ * The same keyed sum with owned splits on 2 module Web Workers and on 1 (weir/browser's `startJob`), records per
+ * second of each side's best of `rounds`, spawn and final checkpoint included.
+ */
+async function parallelWorkers(count: number, keys: number, work: number, rounds: number): Promise<{ one: number; two: number }> {
+  const settings: BrowserParallelSettings = { records: { count, keys, layout: 'owned' }, work };
+  const worker = () => new Worker(new URL('./parallel.worker.ts', import.meta.url), { type: 'module', name: JSON.stringify(settings) });
+  const run = async (workers: number) => {
+    const started = performance.now();
+    await startJob(parallelJob(settings), { workers, worker }).done;
+    return count / ((performance.now() - started) / 1000);
+  };
+  return sideBySide({ one: () => run(1), two: () => run(2) }, { rounds, best: 'max', settle: settleHeap });
+}
+
+const bench = { keyedReduce, idbCheckpoint, idbRichCheckpoint, parallelWorkers, hasGc: gc !== undefined };
 (globalThis as { weirBench?: typeof bench }).weirBench = bench;
 export type BrowserBench = typeof bench;

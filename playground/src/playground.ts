@@ -1,4 +1,4 @@
-import { indexedDbCheckpointStorage, NonRestoredStateError, type CheckpointStats, type StartOptions } from 'weir/browser';
+import { indexedDbCheckpointStorage, keyGroupRangeFor, NonRestoredStateError, type CheckpointStats, type StartOptions } from 'weir/browser';
 import { inspectStorage } from '../../src/inspector/readCheckpoint';
 import { createEditor, syntaxErrorPosition } from './editor';
 import { EXAMPLES, type Example } from './examples';
@@ -15,6 +15,8 @@ const saved = (what: string, id: string) => `weir-playground:${what}:${id}`;
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
 const select = $<HTMLSelectElement>('example');
 const rate = $<HTMLInputElement>('rate');
+const workersCount = $<HTMLSelectElement>('workers-count');
+workersCount.value = localStorage.getItem('weir-playground:workers') ?? '0';
 const errorBox = $<HTMLDivElement>('error');
 const outputList = $<HTMLOListElement>('output');
 
@@ -130,6 +132,7 @@ async function start(restore: StartOptions['restore'] = 'latest', options: { dro
       rate: Number(rate.value),
       restore,
       allowNonRestoredState: dropped !== undefined,
+      workers: Number(workersCount.value),
       hooks: { onOutput: (record) => addOutput(formatValue(record)) },
     });
   } catch (error) {
@@ -144,6 +147,7 @@ async function start(restore: StartOptions['restore'] = 'latest', options: { dro
   const current = run;
   shown = current;
   status = 'running';
+  renderWorkers(current);
   expected = current.verification ? expectedSums(current.verification.perRecord) : undefined;
   const job = example.id;
   subscription = current.running.checkpoints$.subscribe((stats) => {
@@ -168,6 +172,37 @@ async function start(restore: StartOptions['restore'] = 'latest', options: { dro
     },
   );
   renderStatus();
+}
+
+/**
+ * Which worker owns which key groups: keyed operator instance i owns Flink's key-group range for i of its
+ * parallelism, and runs in worker i mod workers (weir's placement); everything else of the job runs as the
+ * engine places it (sources' splits likewise, sinks and unkeyed state in worker 0).
+ */
+function renderWorkers(current: PlaygroundRun) {
+  const box = $('workers');
+  const { job, workers } = current;
+  if (workers === 0) {
+    box.replaceChildren(el('p', 'on the page\'s thread: every key group is here (pick Workers 1, 2 or 4 to spread the job over module Web Workers)'));
+    return;
+  }
+  const max = job.executionOptions(undefined).maxParallelism;
+  const table = el('table', undefined, 'small');
+  table.append(el('tr'));
+  table.rows[0]!.append(el('th', 'worker'), el('th', 'operator'), el('th', 'instance'), el('th', 'key groups'));
+  for (const node of job.graph.nodes) {
+    if (!node.keySelector || !node.stateful) continue;
+    const parallelism = node.parallelism ?? 1;
+    for (let instance = 0; instance < parallelism; instance++) {
+      const { start: first, end: last } = keyGroupRangeFor(instance, parallelism, max);
+      const tr = el('tr');
+      tr.dataset.worker = String(instance % workers);
+      tr.append(el('td', String(instance % workers)), el('td', node.uid), el('td', `${instance + 1}/${parallelism}`), el('td', `${first}–${last} of ${max}`));
+      table.append(tr);
+    }
+  }
+  const note = el('p', `${workers} module Web Worker${workers > 1 ? 's' : ''}; the source and the sinks run in worker 0. Workers answer queries by key only: the Live state panel, which lists keys, stays empty.`);
+  box.replaceChildren(note, table);
 }
 
 function renderCheckpointTable() {
@@ -353,7 +388,11 @@ select.addEventListener('change', () => {
 rate.addEventListener('input', () => {
   $('rate-value').textContent = `${rate.value}/s`;
   localStorage.setItem('weir-playground:rate', rate.value);
-  if (run) run.control.rate = Number(rate.value);
+  run?.setRate(Number(rate.value));
+});
+workersCount.addEventListener('change', () => {
+  localStorage.setItem('weir-playground:workers', workersCount.value);
+  if (run) void start();
 });
 $('run').addEventListener('click', () => void start());
 $('stop').addEventListener('click', () => {

@@ -19,5 +19,5 @@ export type { PostgresConnection } from './connectors/postgres/postgresConnectio
 export { registerPrometheusMetrics, type MetricsSource } from './metrics/prometheusMetrics.js';
 export { WEIR_CHANNELS } from './diagnosticsChannel.js';
 export { startJob, type StartJobOptions, type JobDefinition, type JobModuleContext } from './startJob.js';
-export { liveJobWorkers } from './workerAttempt.js';
+export { liveJobWorkers } from './nodeWorkerHost.js';
 export { progressBar, type ProgressBar, type ProgressBarOptions } from './progressBar.js';

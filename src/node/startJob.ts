@@ -3,12 +3,12 @@ import { pathToFileURL } from 'node:url';
 import { checkOptions } from '../core/checkOptions.js';
 import { JobDefinitionError } from '../core/errors.js';
 import { withDefaultParallelism, type StartOptions } from '../runtime/job.js';
-import { checkPlaceable } from '../runtime/placement.js';
+import { jobOf } from '../runtime/jobModule.js';
+import { launchOnWorkers } from '../runtime/launchOnWorkers.js';
 import type { RunningJob } from '../runtime/runningJob.js';
-import { jobOf } from './jobModule.js';
-import { WorkerAttempt } from './workerAttempt.js';
+import { nodeWorkerHost } from './nodeWorkerHost.js';
 
-export type { JobDefinition, JobModuleContext } from './jobModule.js';
+export type { JobDefinition, JobModuleContext } from '../runtime/jobModule.js';
 
 export type StartJobOptions = StartOptions & {
   /** Worker threads that run the job's subtasks (at least 1). */
@@ -55,23 +55,6 @@ export async function startJob(moduleUrl: string | URL, options: StartJobOptions
   if (!(Number.isInteger(workers) && workers >= 1)) throw new JobDefinitionError(`startJob (${url}): workers must be an integer ≥ 1, got ${String(workers)}`);
   const module = (await import(url)) as Record<string, unknown>;
   const job = withDefaultParallelism(workers, () => jobOf(module, exportName, url, { workers, worker: undefined }));
-  checkPlaceable(job.graph);
-  let attempt = 0;
-  const queriesRefused =
-    `job '${job.name}' runs on worker threads, which answer live queries by key only (query(name, key)): key listings and asOf queries ` +
-    'are not routed to workers yet; query a job started with job.start() on one thread, or read its checkpoints with the State Processor (readSavepoint)';
-  return job.launch(start, (execution, restored, restoringAtStart, storage) =>
-    new WorkerAttempt({
-      attempt: ++attempt,
-      workers,
-      moduleUrl: url,
-      exportName,
-      preload: preload.map(moduleHref),
-      execution,
-      storage,
-      restored,
-      restoringAtStart,
-    }),
-    queriesRefused,
-  );
+  const host = nodeWorkerHost({ moduleUrl: url, exportName, preload: preload.map(moduleHref) });
+  return launchOnWorkers(job, workers, start, host);
 }

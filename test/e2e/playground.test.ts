@@ -88,6 +88,40 @@ describe.skipIf(!chromiumPath)('playground (Chromium)', { timeout: 5 * WAIT }, (
   };
   const markers = (page: Page, kind: string) => page.locator(`#timeline .marker[data-kind="${kind}"]`);
 
+  it('runs a job on 2 module Web Workers, shows which worker owns which key groups, and restores after a crash', async () => {
+    const context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
+    await context.addInitScript(() => {
+      localStorage.setItem('weir-playground:example', 'word-count');
+      localStorage.setItem('weir-playground:workers', '2');
+    });
+    const page = await context.newPage();
+    page.setDefaultTimeout(WAIT);
+    const errors: string[] = [];
+    page.on('pageerror', (error) => errors.push(error.message));
+    await page.goto(url);
+    await waitField(page, 'status', (text) => text === 'running');
+    await waitField(page, 'restored', (text) => text === 'fresh start');
+    await setRate(page, 300);
+    await offsetAbove(page, 400);
+    await page.waitForFunction(() => Number(document.querySelector('#timeline')?.getAttribute('data-points')) >= 2);
+    // Two keyed instances, one in each worker, owning the two halves of the key groups.
+    expect(await page.locator('#workers tr[data-worker="0"]').count()).toBeGreaterThan(0);
+    expect(await page.locator('#workers tr[data-worker="1"]').count()).toBeGreaterThan(0);
+    expect(await page.locator('#workers').innerText()).toMatch(/0–63 of 128[\s\S]*64–127 of 128/);
+    expect(await page.locator('#output li').count()).toBeGreaterThan(0);
+
+    const before = await lastCheckpointId(page);
+    await page.click('#crash');
+    await waitField(page, 'restarts', (text) => text === '1');
+    await waitField(page, 'restored', (text) => text.startsWith('checkpoint #'));
+    expect(Number((await field(page, 'restored')).match(/^checkpoint #(\d+)/)![1])).toBeGreaterThanOrEqual(before);
+    await offsetAbove(page, (await offset(page)) + 100);
+    await page.screenshot({ path: await artifactPath('playground-workers.png'), fullPage: true });
+    expect(await page.locator('#error').isHidden()).toBe(true);
+    expect(errors).toEqual([]);
+    await context.close();
+  });
+
   describe.each(EXAMPLES.map((example) => [example.id, example] as const))('example %s', (id) => {
     let context: BrowserContext;
     let page: Page;

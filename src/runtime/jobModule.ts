@@ -1,5 +1,5 @@
 import { JobDefinitionError } from '../core/errors.js';
-import { Job } from '../runtime/job.js';
+import { Job } from './job.js';
 
 /** What a job module's export is given: how many workers run the job, and which one builds it (undefined on the main thread). */
 export interface JobModuleContext {
@@ -19,10 +19,19 @@ export function jobOf(module: Record<string, unknown>, name: string, url: string
         `${name === 'default' ? ' as the default export' : ''}, or name the export with startJob(url, { export })`,
     );
   }
-  const job = (define as JobDefinition)(context);
+  return buildJob(define as JobDefinition, `job module ${url}: export '${name}'`, context);
+}
+
+/**
+ * The job `define` builds, checked to be an unstarted job; `what` names the definition in the error otherwise.
+ * @example
+ * const job = buildJob(defineJob, 'startJob', { workers: 2, worker: undefined });
+ */
+export function buildJob(define: JobDefinition, what: string, context: JobModuleContext): Job {
+  const job = define(context);
   // Duck-typed: the main thread and the module may see two instances of the engine (a bundler's and the package's).
   if (!(job instanceof Job) && typeof (job as Partial<Job> | undefined)?.launch !== 'function') {
-    throw new JobDefinitionError(`job module ${url}: export '${name}' must return an unstarted job (createJob(…) with its graph), got ${String(job)}`);
+    throw new JobDefinitionError(`${what} must return an unstarted job (createJob(…) with its graph), got ${String(job)}`);
   }
   return job;
 }

@@ -1,4 +1,3 @@
-import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import { taskId, type CheckpointTask, type SavepointTarget } from '../checkpoint/coordinator.js';
 import type { CheckpointParticipants } from '../checkpoint/checkpointParticipants.js';
 import type { LoadedCheckpoint } from '../checkpoint/loadCheckpoint.js';
@@ -6,24 +5,18 @@ import { JobDefinitionError, WorkerFailedError } from '../core/errors.js';
 import type { CheckpointStorage, Key } from '../core/types.js';
 import { QueryableStateUnavailableError } from '../query/queryErrors.js';
 import { QueryableStateRegistry } from '../query/queryableStateRegistry.js';
-import type { Attempt } from '../runtime/attempt.js';
-import type { JobExecutionOptions } from '../runtime/job.js';
-import type { WorkerSetup } from '../runtime/workerTasks.js';
-import { describeMessage, fromWireError, toWireError, type FromWorker, type ToWorker, type WireError } from '../runtime/workerProtocol.js';
 import type { SnapshotTarget } from '../task/snapshotWriter.js';
-
-/** Node runs the worker entry as TypeScript from the sources (with a loader preloaded), as JavaScript from the build. */
-const JOB_WORKER = import.meta.url.endsWith('.ts') ? './jobWorker.ts' : './jobWorker.js';
-const BOOTSTRAP = new URL('./jobWorkerBootstrap.mjs', import.meta.url);
+import type { Attempt } from './attempt.js';
+import type { JobExecutionOptions } from './job.js';
+import type { HostedWorker, WorkerHost } from './workerHost.js';
+import type { WorkerSetup } from './workerTasks.js';
+import { describeMessage, fromWireError, toWireError, type FromWorker, type ToWorker, type WireError } from './workerProtocol.js';
 
 export interface WorkerAttemptOptions {
   readonly attempt: number;
   readonly workers: number;
-  /** The job module and the name of its export that builds the job. */
-  readonly moduleUrl: string;
-  readonly exportName: string;
-  /** Modules each worker imports first (a TypeScript loader). */
-  readonly preload: readonly string[];
+  /** The platform that spawns the workers and the channels between them. */
+  readonly host: WorkerHost;
   readonly execution: JobExecutionOptions;
   /** The job's checkpoint storage; undefined with checkpointing off. */
   readonly storage: CheckpointStorage | undefined;
@@ -31,33 +24,13 @@ export interface WorkerAttemptOptions {
   readonly restoringAtStart: boolean;
 }
 
-/** The thread ids of every job worker spawned in this process that has not exited yet. */
-const live = new Set<number>();
-
-/**
- * The thread ids of the job workers (`startJob`) of this process that have not exited: empty once every job ended,
- * since an attempt terminates all its workers before it settles. For leak checks in tests and health endpoints.
- * @example
- * await running.cancel();
- * assert.deepEqual(liveJobWorkers(), []);
- */
-export function liveJobWorkers(): number[] {
-  return [...live];
-}
-
 /** Where an attempt is (see `WorkerAttempt`). */
 type State = 'spawning' | 'running' | 'finishing' | 'done' | 'failed';
 
-/** The main thread's side of a worker that has not exited yet. */
-interface Spawned {
-  readonly worker: Worker;
-  readonly exited: Promise<void>;
-}
-
 /**
- * One attempt of a job started with `startJob`, seen from the main thread: spawns the workers (each builds the job
- * from its module and runs its share of the subtasks), connects every ordered pair of them with a MessageChannel
- * before any record flows, and bridges the job's checkpoint coordinator and storages to them.
+ * One attempt of a job started with `startJob` (weir/node or weir/browser), seen from the main thread: spawns the
+ * workers through its host (each builds the job from its definition and runs its share of the subtasks), connects
+ * every ordered pair of them with a channel before any record flows, and bridges the job's checkpoint coordinator and storages to them.
  *
  * The protocol is a state machine, so that no order between different workers' messages is assumed:
  * `spawning` until every worker is `ready` (only then is the coordinator attached, so no barrier reaches a worker
@@ -72,7 +45,7 @@ export class WorkerAttempt implements Attempt {
   private resolveDone!: () => void;
   private rejectDone!: (error: unknown) => void;
   private state: State = 'spawning';
-  private readonly spawned: Spawned[] = [];
+  private readonly spawned: HostedWorker[] = [];
   private readonly ready = new Set<number>();
   private readonly finished = new Set<number>();
   private readonly ended = new Set<number>();
@@ -86,7 +59,6 @@ export class WorkerAttempt implements Attempt {
   private announced: { target: SnapshotTarget; storage: number } | undefined;
   /** Commits in flight: the workers that have not answered yet, by checkpoint id. */
   private readonly commits = new Map<number, { waiting: Set<number>; resolve(): void; reject(error: unknown): void }>();
-  private readonly trace = process.env.WEIR_WORKER_TRACE === '1';
   /** Live queries in flight: the answers so far, by request. */
   private readonly queries = new Map<number, { answers: number; known: boolean; value: unknown; resolve(answer: { known: boolean; value: unknown }): void; reject(error: unknown): void }>();
   private nextQuery = 0;
@@ -107,17 +79,17 @@ export class WorkerAttempt implements Attempt {
 
   /** Spawns the workers; resolves once every one has built, restored and started its tasks. */
   async start(): Promise<void> {
-    const { workers, attempt, restored, restoringAtStart, execution, moduleUrl, exportName, preload } = this.options;
+    const { workers, attempt, restored, restoringAtStart, execution, host } = this.options;
     const { graph, coordinator } = execution;
     // One channel per ordered pair: worker i sends to j on outgoing[i][j], which j reads as incoming[j][i].
-    const outgoing: (MessagePort | undefined)[][] = Array.from({ length: workers }, () => new Array<MessagePort | undefined>(workers).fill(undefined));
-    const incoming: (MessagePort | undefined)[][] = Array.from({ length: workers }, () => new Array<MessagePort | undefined>(workers).fill(undefined));
+    const outgoing: unknown[][] = Array.from({ length: workers }, () => new Array<unknown>(workers).fill(undefined));
+    const incoming: unknown[][] = Array.from({ length: workers }, () => new Array<unknown>(workers).fill(undefined));
     for (let from = 0; from < workers; from++) {
       for (let to = 0; to < workers; to++) {
         if (from === to) continue;
-        const { port1, port2 } = new MessageChannel();
-        outgoing[from]![to] = port1;
-        incoming[to]![from] = port2;
+        const [send, receive] = host.channel();
+        outgoing[from]![to] = send;
+        incoming[to]![from] = receive;
       }
     }
     const restore = restored ? { path: restored.path, storage: this.storageNumber(restored.storage ?? this.options.storage!) } : undefined;
@@ -132,22 +104,16 @@ export class WorkerAttempt implements Attempt {
         checkpointing: coordinator !== undefined,
         incremental: coordinator?.incremental ?? false,
       };
-      const ports = [...outgoing[w]!, ...incoming[w]!].filter((port): port is MessagePort => port !== undefined);
-      const worker = new Worker(BOOTSTRAP, {
-        workerData: { setup, moduleUrl, exportName, preload, entry: new URL(JOB_WORKER, import.meta.url).href, outgoing: outgoing[w], incoming: incoming[w] },
-        transferList: ports,
+      const worker = host.spawn(w, { setup, outgoing: outgoing[w]!, incoming: incoming[w]! }, {
+        message: (message) => this.onMessage(w, message),
+        error: (error) => this.fail(this.workerError(w, 'had an uncaught error', error)),
+        exit: (code) => {
+          if (this.state !== 'done' && this.state !== 'failed') {
+            this.fail(new WorkerFailedError(`job '${this.job}': worker ${w} exited with code ${code} while the job ran; it restarts as its restart strategy allows`, w));
+          }
+        },
       });
-      live.add(worker.threadId);
-      const { threadId } = worker;
-      const exited = new Promise<void>((resolve) => worker.once('exit', () => (live.delete(threadId), resolve())));
-      this.spawned.push({ worker, exited });
-      worker.on('message', (message: FromWorker) => this.onMessage(w, message));
-      worker.on('error', (error) => this.fail(this.workerError(w, 'had an uncaught error', toWireError(error))));
-      worker.on('exit', (code) => {
-        if (this.state !== 'done' && this.state !== 'failed') {
-          this.fail(new WorkerFailedError(`job '${this.job}': worker ${w} exited with code ${code} while the job ran; it restarts as its restart strategy allows`, w));
-        }
-      });
+      this.spawned.push(worker);
     }
     await this.started;
   }
@@ -180,7 +146,7 @@ export class WorkerAttempt implements Attempt {
   }
 
   private onMessage(w: number, message: FromWorker): void {
-    if (this.trace) process.stderr.write(`${describeMessage('←', w, message)}\n`);
+    this.options.host.trace?.(describeMessage('←', w, message));
     // A failed or ended attempt takes nothing more; a message of another attempt never reaches this one.
     if (message.a !== this.options.attempt || this.state === 'failed' || this.state === 'done') return;
     const coordinator = this.options.execution.coordinator;
@@ -334,8 +300,8 @@ export class WorkerAttempt implements Attempt {
 
   private postTo(w: number, message: ToWorker): void {
     if (this.state === 'failed' || this.state === 'done') return;
-    if (this.trace) process.stderr.write(`${describeMessage('→', w, message)}\n`);
-    this.spawned[w]!.worker.postMessage(message);
+    this.options.host.trace?.(describeMessage('→', w, message));
+    this.spawned[w]!.post(message);
   }
 
   private async succeed(): Promise<void> {
@@ -359,6 +325,6 @@ export class WorkerAttempt implements Attempt {
 
   /** Terminates every worker; settles once each has exited. */
   private async terminated(): Promise<void> {
-    await Promise.all(this.spawned.map(({ worker, exited }) => Promise.all([worker.terminate().catch(() => undefined), exited])));
+    await Promise.all(this.spawned.map((worker) => worker.terminate().catch(() => undefined)));
   }
 }

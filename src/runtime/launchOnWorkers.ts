@@ -1,0 +1,24 @@
+import type { StartOptions, Job } from './job.js';
+import { checkPlaceable } from './placement.js';
+import type { RunningJob } from './runningJob.js';
+import { WorkerAttempt } from './workerAttempt.js';
+import type { WorkerHost } from './workerHost.js';
+
+/**
+ * Starts `job` (built on the main thread from the same definition the workers build) with every attempt on
+ * `workers` workers of `host`: the part of `startJob` that Node and the browser share.
+ * @example
+ * const running = launchOnWorkers(job, 2, { restore: 'latest' }, nodeWorkerHost(module));
+ */
+export function launchOnWorkers(job: Job, workers: number, start: StartOptions, host: WorkerHost): RunningJob {
+  checkPlaceable(job.graph);
+  let attempt = 0;
+  const queriesRefused =
+    `job '${job.name}' runs on worker threads, which answer live queries by key only (query(name, key)): key listings and asOf queries ` +
+    'are not routed to workers yet; query a job started with job.start() on one thread, or read its checkpoints with the State Processor (readSavepoint)';
+  return job.launch(
+    start,
+    (execution, restored, restoringAtStart, storage) => new WorkerAttempt({ attempt: ++attempt, workers, host, execution, storage, restored, restoringAtStart }),
+    queriesRefused,
+  );
+}
