@@ -1,15 +1,34 @@
 import type { WorkerHost } from '../runtime/workerHost.js';
 import type { FromWorker } from '../runtime/workerProtocol.js';
 
+/**
+ * What weir uses of a module Web Worker (a DOM `Worker` is one), and of a `MessagePort`: declared here, structurally,
+ * so that weir/browser's declarations type-check in an app compiled without the DOM library (a Node app that imports
+ * weir/browser's IndexedDB storage for its types, say). The handlers are weir's to set, so their type is open.
+ */
+export interface JobWebWorker {
+  onmessage: unknown;
+  onerror: unknown;
+  onmessageerror: unknown;
+  postMessage(message: unknown, transfer?: readonly unknown[]): void;
+  terminate(): void;
+}
+
+/** A port of a channel between two job workers (a DOM `MessagePort` is one); see `JobWebWorker`. */
+export interface JobWorkerPort {
+  onmessage: unknown;
+  postMessage(message: unknown, transfer?: readonly unknown[]): void;
+}
+
 /** Makes the module Web Worker that runs worker `worker` of `workers` (see `startJob` in weir/browser). */
-export type WorkerFactory = (context: { readonly worker: number; readonly workers: number }) => Worker;
+export type WorkerFactory = (context: { readonly worker: number; readonly workers: number }) => JobWebWorker;
 
 /** The first message a browser job worker gets: its setup and its ports (a Web Worker has no `workerData`). */
 export interface BrowserWorkerInit {
   readonly t: 'init';
   readonly setup: import('../runtime/workerTasks.js').WorkerSetup;
-  readonly outgoing: readonly (MessagePort | undefined)[];
-  readonly incoming: readonly (MessagePort | undefined)[];
+  readonly outgoing: readonly (JobWorkerPort | undefined)[];
+  readonly incoming: readonly (JobWorkerPort | undefined)[];
 }
 
 /**
