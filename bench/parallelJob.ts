@@ -1,9 +1,9 @@
 // The job module of the `parallel` bench group (bench/parallel.ts): a keyed sum over a split array, with optional
 // busy work per record, whose state is its output (no sink: nothing moves to worker 0 but barriers). Its settings
 // come in WEIR_BENCH_PARALLEL, which each worker reads from its copy of the environment.
-import { createJob, fromArray, keyBy, map, reduce } from '../src/index.js';
+import { createJob } from '../src/index.js';
 import { fsCheckpointStorage } from '../src/node/index.js';
-import { busy, records, type ParallelRecords } from './parallelRecords.js';
+import { addKeyedSum, type ParallelRecords } from './parallelRecords.js';
 
 export interface ParallelSettings {
   records: ParallelRecords;
@@ -18,13 +18,6 @@ export default function parallelJob({ workers }: { workers: number }) {
     name: 'bench-parallel',
     ...(settings.checkpoints ? { checkpoints: { storage: fsCheckpointStorage(settings.checkpoints.dir), interval: settings.checkpoints.interval } } : {}),
   });
-  const { work } = settings;
-  job
-    .source(fromArray(records(settings.records), { splits: workers }), { uid: 'records' })
-    .pipe(
-      map((record) => (work > 0 ? { key: record.key, value: record.value + (busy(record.value, work) & 1) } : record)),
-      keyBy((record) => record.key),
-      reduce((a, b) => ({ key: a.key, value: a.value + b.value }), { uid: 'sum' }),
-    );
+  addKeyedSum(job, settings, workers);
   return job;
 }

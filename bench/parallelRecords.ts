@@ -1,6 +1,7 @@
 // The records and the busy work of the parallel benches, in Node (bench/parallelJob.ts) and in the browser
 // (bench/browser/parallelJob.ts): platform-free, so both measure the same job.
 import { DEFAULT_MAX_PARALLELISM, instanceOfKey } from '../src/core/keyGroups.js';
+import { fromArray, keyBy, map, reduce, type Job } from '../src/index.js';
 
 export interface ParallelRecords {
   count: number;
@@ -24,4 +25,19 @@ export function records({ count, keys, layout }: ParallelRecords): { key: string
   for (const name of names) byWorker[instanceOfKey(name, 2, DEFAULT_MAX_PARALLELISM) % 2]!.push(name);
   const per = Math.floor(count / 2);
   return byWorker.flatMap((own, w) => Array.from({ length: per }, (_, i) => ({ key: own[i % own.length]!, value: w * per + i })));
+}
+
+/**
+ * The benches' job graph, the same in Node and in the browser: `settings.records` in one split per worker, `work`
+ * iterations of busy work per record, summed per key (the state is the output: no sink).
+ */
+export function addKeyedSum(job: Job, settings: { records: ParallelRecords; work: number }, workers: number): void {
+  const { work } = settings;
+  job
+    .source(fromArray(records(settings.records), { splits: workers }), { uid: 'records' })
+    .pipe(
+      map((record) => (work > 0 ? { key: record.key, value: record.value + (busy(record.value, work) & 1) } : record)),
+      keyBy((record) => record.key),
+      reduce((a, b) => ({ key: a.key, value: a.value + b.value }), { uid: 'sum' }),
+    );
 }
