@@ -3,6 +3,7 @@ import { yieldToEventLoop } from '../core/yieldToEventLoop.js';
 import { settingAside } from '../state/setAsideValues.js';
 import { FlatStateFileBuilder } from '../storage/fileFormat.js';
 import { stateFileName, type OperatorStatePayload } from '../storage/layout.js';
+import { WritesInFlight } from './writesInFlight.js';
 
 /**
  * A task's keyed state written as state files, chunk by chunk, so that neither the payload nor its encoding is ever
@@ -32,6 +33,15 @@ export const SLICE_ENTRIES = 32_768;
  */
 export const PIECE_ENTRIES = 256;
 
+/**
+ * Encoded bytes of a flat snapshot that may wait for the storage at once. Until the last piece is encoded, every
+ * record that reads a key not encoded yet pays for a private copy of its value (copy-on-write); waiting for each
+ * file's write (an fsync) before encoding the next let the job's records run meanwhile and copy about a fifth of a
+ * 1M-key state per checkpoint. Encoding ahead of the storage ends the copying sooner; the bound keeps memory in check
+ * for state far larger than that.
+ */
+export const IN_FLIGHT_BYTES = 64 * 1024 * 1024;
+
 /** The task whose state is written: its operator, subtask and key groups. */
 export interface KeyedTask {
   readonly uid: string;
@@ -55,7 +65,7 @@ export async function writeChunks(payloads: Iterable<KeyedStatePayload>, task: K
     const values: unknown[] = [];
     return { next: setAside ? settingAside(values, () => chunks.next()) : chunks.next(), values };
   };
-  let writing: Promise<boolean> | undefined;
+  const inFlight = new WritesInFlight(1);
   let { next, values } = materialize();
   if (next.done) return write(stateFileName(uid, subtask, range), [range.start, range.end], { uid, keyed: { states: [], keyGroups: [] }, operator }, []);
   for (let index = 0; !next.done; index++) {
@@ -78,14 +88,13 @@ export async function writeChunks(payloads: Iterable<KeyedStatePayload>, task: K
     const file = single ? stateFileName(uid, subtask, range) : `${stateFileName(uid, subtask, { start: first, end: last })}.${index}`;
     const keyGroups: [number, number] = single ? [range.start, range.end] : [first, last];
     // One write in flight while the next chunk is materialised and encoded: the fsync of one file overlaps the
-    // CPU work of the next, and memory stays bounded to two chunks.
-    if (writing && !(await writing)) return false;
-    writing = write(file, keyGroups, { uid, keyed: chunk, operator: index === 0 ? operator : undefined }, chunkValues);
-    // Its failure is seen when it is awaited (next round or at the end); until then it must not count as unhandled.
-    writing.catch(() => undefined);
+    // CPU work of the next, and memory stays bounded to two chunks (a chunk's payload is not encoded yet, so its
+    // size is unknown here: the window counts it as full).
+    if (!(await inFlight.room())) return false;
+    inFlight.add(write(file, keyGroups, { uid, keyed: chunk, operator: index === 0 ? operator : undefined }, chunkValues), 1);
     await yieldToEventLoop();
   }
-  return writing ? writing : true;
+  return inFlight.settle();
 }
 
 /**
@@ -113,7 +122,7 @@ export async function writeFlatChunks(
   const materialize = () => (setAside ? settingAside(values, () => iterator.next()) : iterator.next());
   let next = materialize();
   if (next.done) return write(stateFileName(uid, subtask, range), [range.start, range.end], { uid, keyed: { states: [], keyGroups: [] }, operator }, []);
-  let writing: Promise<boolean> | undefined;
+  const inFlight = new WritesInFlight(IN_FLIGHT_BYTES);
   for (let index = 0; !next.done; index++) {
     const fileRange: [number, number] = next.value.range ?? [range.start, range.end];
     const file = new FlatStateFileBuilder(uid, next.value.states, fileRange);
@@ -124,8 +133,8 @@ export async function writeFlatChunks(
         slice = file.entries;
         await yieldToEventLoop();
         if (aborted()) {
-          // Aborted: the write in flight settles before the caller removes what it wrote.
-          await writing?.catch(() => undefined);
+          // Aborted: the writes in flight settle before the caller removes what they wrote.
+          await inFlight.settle().catch(() => undefined);
           return false;
         }
       }
@@ -138,10 +147,8 @@ export async function writeFlatChunks(
     const single = index === 0 && next.done === true;
     const name = single ? stateFileName(uid, subtask, range) : `${stateFileName(uid, subtask, { start: fileRange[0], end: fileRange[1] })}.${index}`;
     const bytes = file.finish(index === 0 ? operator : undefined, fileValues.length);
-    // One write in flight while the next file is built, as in `writeChunks`.
-    if (writing && !(await writing)) return false;
-    writing = write(name, single ? [range.start, range.end] : fileRange, bytes, fileValues);
-    writing.catch(() => undefined);
+    if (!(await inFlight.room())) return false;
+    inFlight.add(write(name, single ? [range.start, range.end] : fileRange, bytes, fileValues), bytes.length);
   }
-  return writing ? writing : true;
+  return inFlight.settle();
 }
