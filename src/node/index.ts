@@ -21,3 +21,8 @@ export { WEIR_CHANNELS } from './diagnosticsChannel.js';
 export { startJob, type StartJobOptions, type JobDefinition, type JobModuleContext } from './startJob.js';
 export { liveJobWorkers } from './nodeWorkerHost.js';
 export { progressBar, type ProgressBar, type ProgressBarOptions } from './progressBar.js';
+export {
+  natsObjectCheckpointStorage,
+  type NatsObjectCheckpointStorage,
+  type NatsObjectCheckpointStorageOptions,
+} from './scaleout/natsObjectCheckpointStorage.js';
