@@ -26,3 +26,4 @@ export {
   type NatsObjectCheckpointStorage,
   type NatsObjectCheckpointStorageOptions,
 } from './scaleout/natsObjectCheckpointStorage.js';
+export { keyGroupPartitions, type KeyGroupPartitions, type KeyGroupPartitionsOptions } from './scaleout/keyGroupPartitions.js';
