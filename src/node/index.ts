@@ -27,3 +27,5 @@ export {
   type NatsObjectCheckpointStorageOptions,
 } from './scaleout/natsObjectCheckpointStorage.js';
 export { keyGroupPartitions, type KeyGroupPartitions, type KeyGroupPartitionsOptions } from './scaleout/keyGroupPartitions.js';
+export { joinScaleOut, type ScaleOutMember, type ScaleOutMemberOptions } from './scaleout/scaleOutMember.js';
+export { rendezvousOwner, assignedKeyGroups } from './scaleout/rendezvousAssignment.js';
