@@ -1,5 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -8,6 +11,7 @@ import { assignedKeyGroups, joinScaleOut, rendezvousOwner } from 'weir/node';
 import { bundleFixture, ROOT, type BundledFixture } from '../../support/childJob';
 import { serverUp } from '../../support/servers';
 import { NATS } from '../connectors/natsStreams';
+import { freePort, NATS_SERVER_BINARY } from './privateNatsServer';
 
 const up = await serverUp('nats');
 
@@ -201,5 +205,40 @@ describe('joinScaleOut', () => {
       for (const bucket of [`${group}-leases`, `${group}-commits`]) await jsm.streams.delete(`KV_${bucket}`).catch(() => undefined);
       await nc.close();
     }
+  });
+});
+
+describe.skipIf(!NATS_SERVER_BINARY)('a scale-out member without its server', () => {
+  let dir = '';
+  let server: ChildProcess | undefined;
+  afterAll(async () => {
+    if (server && server.exitCode === null && server.signalCode === null) server.kill('SIGKILL');
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('stops itself with OwnershipLostError once it could not renew its leases for a whole lease', { timeout: 120_000 }, async () => {
+    dir = await mkdtemp(join(tmpdir(), 'weir-scaleout-outage-'));
+    const port = await freePort();
+    server = spawn(NATS_SERVER_BINARY!, ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', dir], { stdio: 'ignore' });
+    const changes: number[][] = [];
+    const member = await joinScaleOut({
+      servers: `127.0.0.1:${port}`,
+      connection: { waitOnFirstConnect: true, reconnectTimeWait: 100 },
+      group: 'outage',
+      member: 'm-a',
+      maxParallelism: 4,
+      lease: 2000,
+      onChange: (owned) => changes.push([...owned]),
+    });
+    expect(member.owned()).toEqual([0, 1, 2, 3]);
+    await new Promise<void>((resolve) => {
+      server!.once('exit', () => resolve());
+      server!.kill('SIGKILL');
+    });
+    await expect(member.done).rejects.toThrow(OwnershipLostError);
+    await expect(member.done).rejects.toThrow(/could not renew its leases for 2000 ms/);
+    expect(member.owned()).toEqual([]);
+    expect(changes.at(-1)).toEqual([]);
+    await expect(member.commit(0, {})).rejects.toThrow(OwnershipLostError);
   });
 });
