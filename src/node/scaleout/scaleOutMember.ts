@@ -92,6 +92,8 @@ export async function joinScaleOut(options: ScaleOutMemberOptions): Promise<Scal
   let lastRenewal = Date.now();
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
+  // The round under way, which `leave` waits for, so that no claim it makes outlives the hand-over.
+  let round: Promise<void> = Promise.resolve();
   let settle!: (error?: OwnershipLostError) => void;
   const done = new Promise<void>((resolve, reject) => {
     settle = (error) => (error === undefined ? resolve() : reject(error));
@@ -104,6 +106,10 @@ export async function joinScaleOut(options: ScaleOutMemberOptions): Promise<Scal
     if (stopped) return;
     stopped = true;
     clearTimeout(timer);
+    await finish(error);
+  };
+  /** Gives the key groups and the connection up, and settles `done`. */
+  const finish = async (error?: OwnershipLostError): Promise<void> => {
     held.clear();
     onChange?.([]);
     await connection.close().catch(() => undefined);
@@ -171,7 +177,8 @@ export async function joinScaleOut(options: ScaleOutMemberOptions): Promise<Scal
 
   const loop = async (): Promise<void> => {
     try {
-      await tick();
+      round = tick();
+      await round;
     } catch (error) {
       if (stopped) return;
       if (error instanceof OwnershipLostError) return;
@@ -216,13 +223,12 @@ export async function joinScaleOut(options: ScaleOutMemberOptions): Promise<Scal
     },
     async leave() {
       if (stopped) return;
-      const releasing = [...held];
       stopped = true;
       clearTimeout(timer);
-      for (const [keyGroup, { lease: revision }] of releasing) await leases.delete(`kg.${keyGroup}`, { previousSeq: revision }).catch(() => undefined);
+      await round.catch(() => undefined);
+      for (const [keyGroup, { lease: revision }] of held) await leases.delete(`kg.${keyGroup}`, { previousSeq: revision }).catch(() => undefined);
       await leases.delete(`members.${member}`).catch(() => undefined);
-      stopped = false;
-      await stop();
+      await finish();
     },
     done,
   };
