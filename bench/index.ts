@@ -18,6 +18,7 @@ import { query } from './query';
 import { restore } from './restore';
 import { rxjsInterop } from './rxjsInterop';
 import { savepoint } from './savepoint';
+import { scaleout } from './scaleout';
 import { snapshot } from './snapshot';
 import { windows } from './windows';
 
@@ -45,6 +46,8 @@ const groups: Record<string, () => Promise<Result[]>> = {
   connectors: async () => [...(await connectors()), ...(await connectorsRedis()), ...(await connectorsPostgres())],
   observability,
   parallel,
+  // NATS on loopback: key-group ownership moving between members.
+  scaleout,
   curves,
 };
 

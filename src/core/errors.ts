@@ -160,6 +160,15 @@ export class CheckpointDirectoryLockedError extends WeirError {
   override name = 'CheckpointDirectoryLockedError';
 }
 
+/**
+ * A scale-out member lost a key group it owned: another member claimed it after this one's lease ran out (the process
+ * was paused, or cut off from the server), so this member's write with its stale fencing token was refused. Nothing
+ * it wrote after the takeover was accepted; it stopped itself. Start the process again to rejoin.
+ */
+export class OwnershipLostError extends WeirError {
+  override name = 'OwnershipLostError';
+}
+
 /** A state value cannot be turned into its snapshot form by its serializer (superjson refuses `__proto__` keys, say). */
 export class StateSerializationError extends WeirError {
   override name = 'StateSerializationError';

@@ -21,3 +21,11 @@ export { WEIR_CHANNELS } from './diagnosticsChannel.js';
 export { startJob, type StartJobOptions, type JobDefinition, type JobModuleContext } from './startJob.js';
 export { liveJobWorkers } from './nodeWorkerHost.js';
 export { progressBar, type ProgressBar, type ProgressBarOptions } from './progressBar.js';
+export {
+  natsObjectCheckpointStorage,
+  type NatsObjectCheckpointStorage,
+  type NatsObjectCheckpointStorageOptions,
+} from './scaleout/natsObjectCheckpointStorage.js';
+export { keyGroupPartitions, type KeyGroupPartitions, type KeyGroupPartitionsOptions } from './scaleout/keyGroupPartitions.js';
+export { joinScaleOut, type ScaleOutMember, type ScaleOutMemberOptions } from './scaleout/scaleOutMember.js';
+export { rendezvousOwner, assignedKeyGroups } from './scaleout/rendezvousAssignment.js';

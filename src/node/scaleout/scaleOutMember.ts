@@ -1,0 +1,235 @@
+import { Kvm } from '@nats-io/kv';
+import { ConnectorError, JobDefinitionError, OwnershipLostError } from '../../core/errors.js';
+import { DEFAULT_MAX_PARALLELISM } from '../../core/keyGroups.js';
+import type { Json } from '../../core/types.js';
+import { lazyNatsConnection, type NatsConnectOptions } from '../connectors/nats/natsConnection.js';
+import { isRevisionConflict, tryCreate } from './kvFencing.js';
+import { assignedKeyGroups } from './rendezvousAssignment.js';
+
+export interface ScaleOutMemberOptions {
+  /** The NATS servers, e.g. `'127.0.0.1:4222'`. */
+  servers: string | string[];
+  /** Everything else the client takes to connect (user, pass, token, tls…): used, never logged. */
+  connection?: Omit<NatsConnectOptions, 'servers'>;
+  /**
+   * The group's name: its KV buckets are `<group>-leases` (members' heartbeats and key-group leases, expiring after
+   * `lease`) and `<group>-commits` (what each key group's owner committed, fenced; kept).
+   */
+  group: string;
+  /** This member's id, unique in the group (one per process): letters, digits, `-`, `_`, `=`. */
+  member: string;
+  /** The job's number of key groups; 128 by default. Every member of a group must give the same. */
+  maxParallelism?: number;
+  /**
+   * How long a member's heartbeat and claims live without renewal, in ms (10 000 by default): the longest a dead
+   * member's key groups wait for a new owner. Every member of a group must give the same; it is the bucket's TTL.
+   */
+  lease?: number;
+  /** Called with the key groups this member owns (ascending) whenever they change. */
+  onChange?: (owned: readonly number[]) => void;
+}
+
+/** One process's membership of a scale-out group: the key groups it owns, and fenced writes on them. */
+export interface ScaleOutMember {
+  readonly id: string;
+  /** The key groups this member holds (ascending). */
+  owned(): readonly number[];
+  /** The live members it read last (sorted). */
+  members(): readonly string[];
+  /** A key group's fencing token: the revision of its owner's last accepted write; undefined when not owned. */
+  token(keyGroup: number): number | undefined;
+  /** What the key group's owners committed last (this member or the one before it), or undefined. */
+  committed(keyGroup: number): Promise<Json | undefined>;
+  /**
+   * A fenced write: commits `value` for a key group this member owns, accepted only if nobody took the key group
+   * since this member's last accepted write. Refused, the member stops and this rejects with `OwnershipLostError`,
+   * as does `done`. Resolves to the new fencing token.
+   */
+  commit(keyGroup: number, value: Json): Promise<number>;
+  /** Leaves the group at once, handing every key group over (its leases deleted) rather than letting them expire. */
+  leave(): Promise<void>;
+  /** Settles when the member left; rejects with `OwnershipLostError` when it was fenced and stopped itself. */
+  readonly done: Promise<void>;
+}
+
+/** A key group's lease and commit record: who owns it, and since which revision. */
+type Held = { lease: number; token: number };
+
+/**
+ * Joins a scale-out group on JetStream KV (Kafka Streams' consumer group, with no coordinator of weir's own): the
+ * member heartbeats into `<group>-leases`, reads the live members back (by polling: expiry by the bucket's TTL sends
+ * no watch event), computes the same sticky assignment of key groups as every other member (rendezvous hashing), and
+ * claims its key groups by `create` on their lease keys, releasing those it no longer wins. A claim then bumps the key
+ * group's commit record by compare-and-set: that revision is the fencing token, and a former owner that was paused
+ * past its lease has its next `commit` refused, and stops itself with `OwnershipLostError`.
+ * @example
+ * const member = await joinScaleOut({ servers: '127.0.0.1:4222', group: 'orders', member: `p${process.pid}` });
+ * for (const kg of member.owned()) await member.commit(kg, { offset: 42 });
+ */
+export async function joinScaleOut(options: ScaleOutMemberOptions): Promise<ScaleOutMember> {
+  const { servers, connection: connectOptions, group, member, maxParallelism = DEFAULT_MAX_PARALLELISM, lease = 10_000, onChange } = options;
+  const who = `scale-out member '${String(member)}' of group '${String(group)}'`;
+  if (typeof group !== 'string' || !/^[-\w]+$/.test(group)) throw new JobDefinitionError(`${who}: group must be a name of letters, digits, '-' and '_'`);
+  if (typeof member !== 'string' || !/^[-\w=]+$/.test(member)) throw new JobDefinitionError(`${who}: member must be an id of letters, digits, '-', '_' and '='`);
+  if (!(Number.isInteger(maxParallelism) && maxParallelism >= 1)) throw new JobDefinitionError(`${who}: maxParallelism must be an integer ≥ 1, got ${String(maxParallelism)}`);
+  if (!(Number.isFinite(lease) && lease >= 1000)) throw new JobDefinitionError(`${who}: lease must be at least 1000 ms, got ${String(lease)}`);
+
+  const connection = lazyNatsConnection({ ...connectOptions, servers });
+  const { connection: nc } = await connection.get().catch((cause: unknown) => {
+    throw new ConnectorError(`${who}: cannot connect to NATS: ${String(cause)}`, { cause });
+  });
+  const kvm = new Kvm(nc);
+  const leases = await kvm.create(`${group}-leases`, { ttl: lease, history: 1 });
+  const commits = await kvm.create(`${group}-commits`, { history: 1 });
+  const ttl = (await leases.status()).ttl;
+  if (ttl !== lease) {
+    await connection.close();
+    throw new JobDefinitionError(`${who}: the group's lease is ${ttl} ms and this member asks for ${lease} ms; every member of a group must give the same lease`);
+  }
+
+  const held = new Map<number, Held>();
+  let live: string[] = [];
+  let lastRenewal = Date.now();
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  // The round under way, which `leave` waits for, so that no claim it makes outlives the hand-over.
+  let round: Promise<void> = Promise.resolve();
+  let settle!: (error?: OwnershipLostError) => void;
+  const done = new Promise<void>((resolve, reject) => {
+    settle = (error) => (error === undefined ? resolve() : reject(error));
+  });
+  done.catch(() => undefined);
+  const owned = () => [...held.keys()].sort((a, b) => a - b);
+
+  /** Stops the member: it writes nothing more; `done` settles with the reason. */
+  const stop = async (error?: OwnershipLostError): Promise<void> => {
+    if (stopped) return;
+    stopped = true;
+    clearTimeout(timer);
+    await finish(error);
+  };
+  /** Gives the key groups and the connection up, and settles `done`. */
+  const finish = async (error?: OwnershipLostError): Promise<void> => {
+    held.clear();
+    onChange?.([]);
+    await connection.close().catch(() => undefined);
+    settle(error);
+  };
+  const fence = (keyGroup: number, why: string) => {
+    const error = new OwnershipLostError(`${who}: lost key group ${keyGroup}: ${why}; it wrote nothing after the takeover and stopped; start it again to rejoin`);
+    void stop(error);
+    return error;
+  };
+
+  /** Takes a key group whose lease this member just created: bumps its commit record so the former owner is fenced. */
+  const takeOver = async (keyGroup: number, leaseRevision: number): Promise<void> => {
+    const key = `kg.${keyGroup}`;
+    for (;;) {
+      const entry = await commits.get(key);
+      const previous = entry === null || entry.operation !== 'PUT' ? undefined : (entry.json<{ value?: Json }>().value ?? undefined);
+      const record = JSON.stringify({ owner: member, value: previous ?? null });
+      try {
+        const token = entry === null ? await commits.create(key, record) : await commits.update(key, record, entry.revision);
+        held.set(keyGroup, { lease: leaseRevision, token });
+        return;
+      } catch (error) {
+        // The former owner committed between our read and our bump: read again; its next commit is the one refused.
+        if (!isRevisionConflict(error)) throw error;
+      }
+    }
+  };
+
+  /** One round: heartbeat, read the live members, renew or release what is held, claim what is assigned. */
+  const tick = async (): Promise<void> => {
+    await leases.put(`members.${member}`, String(Date.now()));
+    const keys: string[] = [];
+    for await (const key of await leases.keys('members.*')) keys.push(key.slice('members.'.length));
+    live = keys.sort();
+    if (!live.includes(member)) live = [...live, member].sort();
+    const assigned = new Set(assignedKeyGroups(member, live, maxParallelism));
+    const before = owned().join();
+    for (const [keyGroup, mine] of [...held]) {
+      if (stopped) return;
+      const key = `kg.${keyGroup}`;
+      if (!assigned.has(keyGroup)) {
+        // Cooperative hand-over: the lease is deleted, so the new owner claims it at its next round.
+        held.delete(keyGroup);
+        await leases.delete(key, { previousSeq: mine.lease }).catch(() => undefined);
+        continue;
+      }
+      try {
+        // In place: a commit running meanwhile moves the token of the same record.
+        mine.lease = await leases.update(key, member, mine.lease);
+      } catch (error) {
+        if (!isRevisionConflict(error)) throw error;
+        throw fence(keyGroup, 'its lease ran out and another member claimed it');
+      }
+    }
+    lastRenewal = Date.now();
+    for (const keyGroup of assigned) {
+      if (stopped) return;
+      if (held.has(keyGroup)) continue;
+      const revision = await tryCreate(leases, `kg.${keyGroup}`, member);
+      if (revision !== undefined) await takeOver(keyGroup, revision);
+    }
+    if (owned().join() !== before) onChange?.(owned());
+  };
+
+  const loop = async (): Promise<void> => {
+    try {
+      round = tick();
+      await round;
+    } catch (error) {
+      if (stopped) return;
+      if (error instanceof OwnershipLostError) return;
+      // The server did not answer: held leases may have run out meanwhile, so a member that could not renew for a
+      // whole lease stops rather than write on key groups that may be someone else's.
+      if (Date.now() - lastRenewal >= lease) {
+        const lost = owned();
+        if (lost.length > 0) void fence(lost[0]!, `it could not renew its leases for ${lease} ms (${String((error as Error)?.message ?? error)})`);
+        return;
+      }
+    }
+    if (!stopped) timer = setTimeout(() => void loop(), lease / 4);
+  };
+  await tick().catch(async (cause: unknown) => {
+    await stop();
+    throw new ConnectorError(`${who}: cannot join: ${String((cause as Error)?.message ?? cause)}`, { cause });
+  });
+  if (held.size > 0) onChange?.(owned());
+  timer = setTimeout(() => void loop(), lease / 4);
+
+  return {
+    id: member,
+    owned,
+    members: () => live,
+    token: (keyGroup) => held.get(keyGroup)?.token,
+    async committed(keyGroup) {
+      const entry = await commits.get(`kg.${keyGroup}`);
+      if (entry === null || entry.operation !== 'PUT') return undefined;
+      return entry.json<{ value: Json }>().value ?? undefined;
+    },
+    async commit(keyGroup, value) {
+      const mine = held.get(keyGroup);
+      if (stopped || mine === undefined) throw new OwnershipLostError(`${who}: does not own key group ${keyGroup} (it owns ${owned().join(', ') || 'none'}); commit only on owned key groups`);
+      try {
+        const token = await commits.update(`kg.${keyGroup}`, JSON.stringify({ owner: member, value }), mine.token);
+        if (held.get(keyGroup) === mine) mine.token = token;
+        return token;
+      } catch (error) {
+        if (isRevisionConflict(error)) throw fence(keyGroup, `another member took it over (its write with token ${mine.token} was refused)`);
+        throw new ConnectorError(`${who}: cannot commit key group ${keyGroup}: ${String((error as Error)?.message ?? error)}`, { cause: error });
+      }
+    },
+    async leave() {
+      if (stopped) return;
+      stopped = true;
+      clearTimeout(timer);
+      await round.catch(() => undefined);
+      for (const [keyGroup, { lease: revision }] of held) await leases.delete(`kg.${keyGroup}`, { previousSeq: revision }).catch(() => undefined);
+      await leases.delete(`members.${member}`).catch(() => undefined);
+      await finish();
+    },
+    done,
+  };
+}
