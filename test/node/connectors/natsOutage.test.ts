@@ -1,7 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
@@ -9,26 +7,15 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createJob, memoryCheckpointStorage } from 'weir';
 import { natsSource, toNats } from 'weir/node';
+import { freePort, NATS_SERVER_BINARY } from '../../support/privateNatsServer';
 
 // A NATS server that goes away and comes back: a server of this test's own (the machine's nats-server binary on a free
 // port, its store in a temporary directory), so that killing it disturbs no other test. A job reading one stream and
 // publishing to another keeps running through the outage and, once the server is back, goes on from where it was:
 // every record published once.
 
-const BINARY = '/usr/sbin/nats-server';
-const present = existsSync(BINARY);
-if (!present && process.env.CI === 'true') throw new Error(`CI must run the NATS outage test: ${BINARY} is not installed`);
-if (!present) console.warn(`\n!!!! NATS OUTAGE TEST SKIPPED: ${BINARY} is not installed\n`);
-
-const freePort = (): Promise<number> =>
-  new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
+const present = NATS_SERVER_BINARY !== undefined;
+if (!present) console.warn('\n!!!! NATS OUTAGE TEST SKIPPED: /usr/sbin/nats-server is not installed\n');
 
 describe.skipIf(!present)('NATS server outage', () => {
   let dir = '';
@@ -36,7 +23,7 @@ describe.skipIf(!present)('NATS server outage', () => {
   let server: ChildProcess | undefined;
   let admin: NatsConnection | undefined;
   const start = () => {
-    server = spawn(BINARY, ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', dir], { stdio: 'ignore' });
+    server = spawn(NATS_SERVER_BINARY!, ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', dir], { stdio: 'ignore' });
   };
   const kill = () =>
     new Promise<void>((resolve) => {

@@ -9,7 +9,7 @@ import { collect, createJob, fromArray, JobDefinitionError, keyGroupOf, keyGroup
 import { keyGroupPartitions, natsSource, toNats } from 'weir/node';
 import { serverUp } from '../../support/servers';
 import { NATS, natsStreams, type NatsStreams } from '../connectors/natsStreams';
-import { freePort, NATS_SERVER_BINARY } from './privateNatsServer';
+import { freePort, NATS_SERVER_BINARY } from '../../support/privateNatsServer';
 
 const up = await serverUp('nats');
 

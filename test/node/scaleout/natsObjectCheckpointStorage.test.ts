@@ -11,7 +11,7 @@ import { CheckpointCorruptedError, CheckpointNotFoundError, ConnectorError, JobD
 import { natsObjectCheckpointStorage } from 'weir/node';
 import { describeCheckpointStorage } from '../../storage/checkpointStorage.conformance';
 import { NATS } from '../connectors/natsStreams';
-import { freePort, NATS_SERVER_BINARY } from './privateNatsServer';
+import { freePort, NATS_SERVER_BINARY } from '../../support/privateNatsServer';
 
 const freshBucket = () => `weir-test-chk-${randomBytes(4).toString('hex')}`;
 

@@ -11,7 +11,7 @@ import { assignedKeyGroups, joinScaleOut, rendezvousOwner } from 'weir/node';
 import { bundleFixture, ROOT, type BundledFixture } from '../../support/childJob';
 import { serverUp } from '../../support/servers';
 import { NATS } from '../connectors/natsStreams';
-import { freePort, NATS_SERVER_BINARY } from './privateNatsServer';
+import { freePort, NATS_SERVER_BINARY } from '../../support/privateNatsServer';
 
 const up = await serverUp('nats');
 
