@@ -29,6 +29,7 @@ describe.skipIf(!up)('kill campaign: fromFile → postgresSink (append and upser
     users: USERS,
     work: 12_000,
     seed: 0x9057_9e5,
+    killsPerCycle: 10,
   };
   beforeAll(async () => {
     base = await mkdtemp(join(tmpdir(), 'weir-pg-kill-'));
