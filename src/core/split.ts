@@ -23,7 +23,8 @@ export interface SplitState {
 
 /**
  * A source's input described as splits, which `parallelism` subtasks read side by side: the enumerator (the job)
- * assigns split k to subtask k mod parallelism, and each subtask reads its splits one after another.
+ * assigns split k to subtask k mod parallelism, and each subtask reads its splits one after another (or side by
+ * side, `interleaved`).
  * @example
  * const splits: SourceSplits<number> = {
  *   list: () => [{ id: 'a', description: 'a' }, { id: 'b', description: 'b' }],
@@ -31,6 +32,14 @@ export interface SplitState {
  * };
  */
 export interface SourceSplits<T> {
+  /**
+   * Read a subtask's splits side by side rather than one after another (Flink's SourceReader over a broker's
+   * partitions): every split assigned to the subtask is open at once, each with one read in flight, and the reads
+   * that come back go out in turn. For splits that may never end (a broker's subjects or streams, read unbounded),
+   * so that one subtask follows them all. Default false: a subtask reads its splits in turn, one open at a time
+   * (files, arrays), each split's records before the next one's.
+   */
+  readonly interleaved?: boolean;
   /** Every split of the input, in a stable order; listed once per attempt, before any is read. */
   list(): readonly SourceSplit[] | Promise<readonly SourceSplit[]>;
   /** A reader of one split, from its start (`restoredOffset` undefined) or from an offset its reader reported. */

@@ -13,7 +13,7 @@ import { fanOut } from '../task/fanOut.js';
 import { SnapshotWriter } from '../task/snapshotWriter.js';
 import { SourceRunner } from '../task/sourceRunner.js';
 import { assignSplits } from '../task/splitEnumerator.js';
-import { SplitReader } from '../task/splitReader.js';
+import { splitReaderFor } from '../task/splitReader.js';
 import { mergeSubtasks } from '../task/subtaskMerge.js';
 import { AttemptBackpressure } from '../task/backpressure.js';
 import type { OperatorSpec } from '../operators/operatorSpec.js';
@@ -238,7 +238,7 @@ export class Execution implements Attempt {
     const parallelism = node.parallelism ?? 1;
     const assigned = assignSplits({ uid: node.uid, name: source.name, splits: await splits.list(), parallelism, restored, fromOffset: splits.fromOffset?.bind(splits) });
     // Every worker computes the same assignment from the same saved splits, and reads only its own subtasks'.
-    const subtasks = assigned.flatMap((mine, i) => (this.runsHere(i) ? [this.subtaskOutput(node, task.subtask(i), new SplitReader(splits, node.uid, mine))] : []));
+    const subtasks = assigned.flatMap((mine, i) => (this.runsHere(i) ? [this.subtaskOutput(node, task.subtask(i), splitReaderFor(splits, node.uid, mine))] : []));
     if (subtasks.length === 0) return this.idleSubtaskOutput(node, task);
     return subtasks.length === 1 ? subtasks[0]! : mergeSubtasks(subtasks, { mode: task.alignment.mode, scheduler: task.scheduler, decline: (id, by) => task.decline(id, by) });
   }

@@ -1,6 +1,6 @@
 import type { Source, SourceSplits } from '../core/types.js';
 import { assignSplits } from '../task/splitEnumerator.js';
-import { SplitReader } from '../task/splitReader.js';
+import { splitReaderFor } from '../task/splitReader.js';
 
 /**
  * A replayable source over splits you describe (Flink's FLIP-27 `Source`): the job reads it with `parallelism`
@@ -28,7 +28,7 @@ export function fromSplits<T>(name: string, splits: SourceSplits<T>): Source<T> 
         restored: restoredOffset === undefined ? [] : [restoredOffset],
         fromOffset: splits.fromOffset?.bind(splits),
       });
-      return new SplitReader(splits, uid, all!);
+      return splitReaderFor(splits, uid, all!);
     },
   };
 }

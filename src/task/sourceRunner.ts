@@ -36,6 +36,8 @@ export class SourceRunner<T> {
   private wake: (() => void) | undefined;
   private stopped = false;
   private ended = false;
+  /** The reader's offset when the read in flight started; what a barrier saves until the read's records went out. */
+  private offsetWhileReading: { offset: Json } | undefined;
 
   constructor(
     private readonly reader: SourceReader<T>,
@@ -110,6 +112,9 @@ export class SourceRunner<T> {
       }
       let batch: T[] | null | Promise<T[] | null> = reading ?? reader.read(hooks.chunkSize);
       if (batch instanceof Promise) {
+        // What went out before this read: a barrier that goes in while it waits saves this offset, even if the read
+        // has come back (and its reader moved past its records) by the time the barrier is handled.
+        if (reading === undefined) this.offsetWhileReading = { offset: reader.offset() };
         reading = batch;
         const waitingAt = now();
         // A barrier that arrives while the source waits for input goes out at once (no record is half-emitted).
@@ -119,6 +124,7 @@ export class SourceRunner<T> {
         batch = woken as T[] | null;
       }
       reading = undefined;
+      this.offsetWhileReading = undefined;
       if (this.stopped) return;
       if (batch === null) {
         this.endOfInput();
@@ -162,7 +168,7 @@ export class SourceRunner<T> {
     while (this.cancels.length > 0) this.subscriber.next(this.cancels.shift()!);
     while (this.barriers.length > 0) {
       const barrier = this.barriers.shift()!;
-      this.hooks.snapshot(barrier, this.reader.offset(), () => this.subscriber.next(barrier));
+      this.hooks.snapshot(barrier, (this.offsetWhileReading ?? { offset: this.reader.offset() }).offset, () => this.subscriber.next(barrier));
       if (barrier.final) {
         this.stopped = true;
         this.subscriber.complete();

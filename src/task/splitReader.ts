@@ -1,5 +1,11 @@
 import type { Json, SourceReader, SourceSplits } from '../core/types.js';
+import { InterleavedSplitReader } from './interleavedSplitReader.js';
 import type { AssignedSplit, SavedSplits } from './splitEnumerator.js';
+
+/** The reader of a subtask's splits: side by side when the source asks for it (`interleaved`), else in turn. */
+export function splitReaderFor<T>(splits: SourceSplits<T>, uid: string, assigned: readonly AssignedSplit[]): SourceReader<T> {
+  return splits.interleaved === true ? new InterleavedSplitReader(splits, uid, assigned) : new SplitReader(splits, uid, assigned);
+}
 
 interface SplitProgress {
   readonly assigned: AssignedSplit;

@@ -1,7 +1,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import {
   CheckpointCorruptedError,
   JobDefinitionError,
@@ -11,6 +11,7 @@ import {
   fromArrays,
   fromIterable,
   fromObservable,
+  fromSplits,
   keyBy,
   memoryCheckpointStorage,
   reduce,
@@ -221,5 +222,126 @@ describe('fromFile with splits', () => {
     const single = () => fromFile(join(dir, 'all.jsonl'), { parse, chunkSize: 64 });
     const { after } = await crashAndRestore(single(), 1, byteRanges(), 3, 6);
     expect(after).toEqual(expected);
+  });
+});
+
+/**
+ * A source read side by side (`interleaved`) over `parts` parts of `records` (record i in part i mod parts), each read
+ * resolving after its part's delay in ms, so that reads of different parts are in flight together and come back out
+ * of turn.
+ */
+function interleavedParts(records: readonly Rec[], parts: number, delays: readonly number[]): Source<Rec> {
+  return fromSplits<Rec>('interleaved parts', {
+    interleaved: true,
+    list: () => Array.from({ length: parts }, (_, i) => ({ id: `part-${i}`, description: i })),
+    open: (split, { restoredOffset }) => {
+      const part = split.description as number;
+      const mine = records.filter((_, i) => i % parts === part);
+      let index = typeof restoredOffset === 'number' ? restoredOffset : 0;
+      return {
+        read: (max) =>
+          new Promise<Rec[] | null>((resolve) =>
+            setTimeout(() => {
+              if (index >= mine.length) return resolve(null);
+              const chunk = mine.slice(index, index + Math.min(max, 2));
+              index += chunk.length;
+              resolve(chunk);
+            }, delays[part]),
+          ),
+        offset: () => index,
+      };
+    },
+  });
+}
+
+describe('sources whose splits are read side by side (interleaved)', () => {
+  const records = recordsOf(60, 5);
+  const expected = sumsOf(records);
+
+  it('reads every split once, each in its own order, at parallelism 1', async () => {
+    const job = createJob({ name: 'interleaved', chunkSize: 4 });
+    const out = collect<Rec>();
+    job.source(interleavedParts(records, 3, [0, 3, 1]), { uid: 'in', parallelism: 1 }).pipe(out.sink({ uid: 'out' }));
+    await job.start().done;
+    expect([...out.values].sort((a, b) => a.n - b.n)).toEqual(records);
+    for (let part = 0; part < 3; part++) {
+      const mine = out.values.filter((r) => r.n % 3 === part).map((r) => r.n);
+      expect(mine).toEqual([...mine].sort((a, b) => a - b));
+    }
+    // Side by side: the parts' records alternate rather than coming part after part.
+    const switches = out.values.slice(1).filter((r, i) => r.n % 3 !== out.values[i]!.n % 3).length;
+    expect(switches).toBeGreaterThan(3);
+  });
+
+  it('follows a split that waits on another: one subtask does not stall on a split with nothing to read', { timeout: 30_000 }, async () => {
+    // Split 'waits' has nothing until split 'feeds' has been read to its end: read one after another, it would never end.
+    let fed = false;
+    const feeding = recordsOf(10, 2);
+    const source = fromSplits<Rec>('waiting splits', {
+      interleaved: true,
+      list: () => [{ id: 'waits', description: 'waits' }, { id: 'feeds', description: 'feeds' }],
+      open: (split) => {
+        let index = 0;
+        return split.id === 'waits'
+          ? { read: () => (fed ? null : new Promise<Rec[]>((resolve) => setTimeout(() => resolve([]), 5))), offset: () => 0 }
+          : {
+              read: () => {
+                if (index >= feeding.length) return (fed = true), null;
+                return [feeding[index++]!];
+              },
+              offset: () => index,
+            };
+      },
+    });
+    const job = createJob({ name: 'waiting' });
+    const out = collect<Rec>();
+    job.source(source, { uid: 'in', parallelism: 1 }).pipe(out.sink({ uid: 'out' }));
+    await job.start().done;
+    expect(out.values).toEqual(feeding);
+  });
+
+  it.each([1, 3])('restores a checkpoint taken while reads of several splits were in flight, at parallelism %i: no record lost or doubled', async (restoredAt) => {
+    const source = () => interleavedParts(records, 4, [2, 0, 5, 1]);
+    const { before, after } = await crashAndRestore(source(), 2, source(), restoredAt, 7);
+    expect(before).not.toEqual(expected);
+    expect(after).toEqual(expected);
+  });
+
+  it('saves only what went out: reads that came back but still wait their turn at a checkpoint are read again after it', async () => {
+    const parts = 3;
+    // First run: every read waits for the test, which lets all of a round come back at once and then fails the rest.
+    const held: { release: () => void; fail: () => void }[] = [];
+    const gated = (hold: boolean) =>
+      fromSplits<Rec>('gated parts', {
+        interleaved: true,
+        list: () => Array.from({ length: parts }, (_, i) => ({ id: `part-${i}`, description: i })),
+        open: (split, { restoredOffset }) => {
+          const mine = records.filter((_, i) => i % parts === (split.description as number));
+          let index = typeof restoredOffset === 'number' ? restoredOffset : 0;
+          const chunk = () => mine.slice(index, (index += 4) - 0);
+          return {
+            read: () => {
+              if (index >= mine.length) return null;
+              if (!hold) return chunk();
+              return new Promise<Rec[]>((resolve, reject) => held.push({ release: () => resolve(chunk()), fail: () => reject(new Error('crash')) }));
+            },
+            offset: () => Math.min(index, mine.length),
+          };
+        },
+      });
+    const storage = memoryCheckpointStorage();
+    const first = sumJob(gated(true), 1, { checkpoints: { storage } });
+    const running = first.job.start();
+    await vi.waitFor(() => expect(held).toHaveLength(parts));
+    // All three come back together; the runner hands out one, and the barrier goes in while two wait their turn.
+    for (const read of held.splice(0)) read.release();
+    await running.checkpoint();
+    await vi.waitFor(() => expect(held.length).toBeGreaterThan(0));
+    for (const read of held.splice(0)) read.fail();
+    await expect(running.done).rejects.toThrow('crash');
+
+    const second = sumJob(gated(false), 1, { checkpoints: { storage } });
+    await second.job.start({ restore: 'latest' }).done;
+    expect(finals(second.out.values)).toEqual(expected);
   });
 });

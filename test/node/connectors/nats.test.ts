@@ -91,6 +91,28 @@ describe.skipIf(!up)('natsSource', () => {
     expect(totals(second.values)).toEqual(Object.fromEntries(subjects.map((s) => [s, 70])));
   });
 
+  it('follows every subject of an unbounded stream with one subtask, idle subjects not stopping the busy one', { timeout: 120_000 }, async () => {
+    const stream = await nats.create('weir_follow');
+    const subjects = ['a', 'b', 'c'].map((s) => `${stream}.${s}`);
+    await nats.publish(spread(subjects, 90));
+    const out = collect<{ subject: string; n: number }>();
+    const job = createJob({ name: 'nats-follow', checkpoints: { storage: memoryCheckpointStorage(), interval: 60_000 } });
+    job
+      .source(natsSource<{ n: number }>({ servers: NATS, stream, bounded: false, parse: (m) => ({ subject: m.subject, n: m.seq }) }), { uid: 'orders', parallelism: 1 })
+      .pipe(out.sink({ uid: 'out' }));
+    const running = job.start();
+    while (out.values.length < 90) await running.checkpoint();
+    // Now only the last subject gets messages: the two before it have nothing, and their reads wait meanwhile.
+    await nats.publish(Array.from({ length: 30 }, (_, i) => [subjects[2]!, JSON.stringify({ i })] as const));
+    await runUntil(running, () => out.values.length >= 120);
+    expect(out.values).toHaveLength(120);
+    for (const subject of subjects) {
+      const sequences = out.values.filter((v) => v.subject === subject).map((v) => v.n);
+      expect(sequences).toEqual([...sequences].sort((a, b) => a - b));
+      expect(sequences).toHaveLength(subject === subjects[2] ? 60 : 30);
+    }
+  });
+
   it('reads a bounded stream to the end with event time from a header, and ends', { timeout: 60_000 }, async () => {
     const stream = await nats.create('weir_bounded');
     const { js } = { js: (await import('@nats-io/jetstream')).jetstream(nats.connection) };

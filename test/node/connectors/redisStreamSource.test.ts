@@ -43,6 +43,23 @@ describe.skipIf(!up)('redisStreamSource', () => {
     for (const record of out.values) expect(record.timestamp).toBe(Number(record.id.split('-')[0]));
   });
 
+  it('follows three unbounded streams with one subtask, idle streams not stopping the busy one', { timeout: 120_000 }, async () => {
+    const { streams, ids } = await threeStreams('follow', 40);
+    const out = collect<RedisStreamEntry<{ n: number }>>();
+    const job = createJob({ name: 'redis-follow', checkpoints: { storage: memoryCheckpointStorage(), interval: 60_000 } });
+    job.source(redisStreamSource({ url: REDIS_URL, streams, count: 16, block: 200, parse: (f) => ({ n: Number(f.n) }) }), { uid: 'in', parallelism: 1 }).pipe(out.sink({ uid: 'out' }));
+    const running = job.start();
+    while (out.values.length < 120) await running.checkpoint();
+    // Now only the last stream gets entries: the reads of the two others block meanwhile.
+    const more = await addEntries(client, streams[2]!, 20, (i) => ({ n: String(40 + i), stream: '2' }));
+    while (out.values.length < 140) await running.checkpoint();
+    await running.stop();
+    const seen = byStream(out.values);
+    expect(seen.get(streams[0]!)).toEqual(ids[0]!.map((id, n) => ({ id, n })));
+    expect(seen.get(streams[1]!)).toEqual(ids[1]!.map((id, n) => ({ id, n })));
+    expect(seen.get(streams[2]!)).toEqual([...ids[2]!, ...more].map((id, n) => ({ id, n })));
+  });
+
   it('lists the streams that match a key pattern, and takes event time from a field', { timeout: 120_000 }, async () => {
     const { streams } = await threeStreams('pattern', 5);
     await client.set(`${prefix}pattern:not-a-stream`, 'x');

@@ -30,9 +30,7 @@ export interface NatsSourceOptions<T> {
   timestamp?: (message: JsMsg) => number;
   /**
    * Read up to the stream's last sequence when the job (or its latest restart) started, then end (the default);
-   * `false` reads on forever.
-   * Unbounded, a subtask reads its splits in turn and the first never ends: give the source `parallelism` equal to
-   * its number of splits.
+   * `false` reads on forever. A subtask reads its splits side by side, so one subtask can follow every subject.
    */
   bounded?: boolean;
   /** Messages per pull, at most (1000 by default). */
@@ -76,6 +74,8 @@ export function natsSource<T = unknown>(options: NatsSourceOptions<T>): Source<T
   };
 
   const source = fromSplits<T>(name, {
+    // Subjects are a broker's partitions: a subtask follows all of its own at once, unbounded ones included.
+    interleaved: true,
     async list() {
       const { jsm } = await connection.get();
       const info = await jsm.streams.info(stream, subjects === undefined ? { subjects_filter: '>' } : undefined).catch((cause: unknown) => {

@@ -63,9 +63,8 @@ export interface RedisStreamSourceOptions<T> {
  * A replayable source of Redis stream entries, one split per stream key (read side by side by the source's
  * subtasks). Each split's offset is the id of the last entry it read, saved in checkpoints; a restore resumes with
  * `XREAD` after it, so state is exactly-once. Records are `{ stream, id, value, timestamp }`: use
- * `assignTimestamps((e) => e.timestamp)` for event time. Unbounded, a subtask reads its splits one after another,
- * so give the source at least as many subtasks as streams (`parallelism`) or only the first of each subtask's
- * streams is read.
+ * `assignTimestamps((e) => e.timestamp)` for event time. A subtask reads its streams side by side (each on a
+ * connection of its own), so one subtask can follow several unbounded streams.
  * @example
  * job.source(redisStreamSource({ url: 'redis://127.0.0.1:6379', streams: ['orders:eu', 'orders:us'],
  *   parse: (f) => ({ customer: f.customer!, amount: Number(f.amount) }) }), { uid: 'orders', parallelism: 2 })
@@ -98,6 +97,8 @@ export function redisStreamSource<T = Record<string, string>>(options: RedisStre
   });
 
   return fromSplits<RedisStreamEntry<T>>(name, {
+    // Streams are a broker's partitions: a subtask follows all of its own at once, unbounded ones included.
+    interleaved: true,
     async list() {
       const client = await connectRedis(url, { queueOffline: true });
       try {
