@@ -21,6 +21,8 @@ export interface Timeline {
   update(points: TimelinePoint[]): void;
   /** Adds a marker line. */
   mark(marker: TimelineMarker): void;
+  /** Replaces every marker line (a live view redraws them from the job's events). */
+  setMarkers(markers: TimelineMarker[]): void;
   /** Drops points and markers and builds the chart anew: series, scales and axes know nothing of what came before. */
   reset(): void;
 }
@@ -98,6 +100,10 @@ export function createTimeline(parent: HTMLElement): Timeline {
     },
     mark(marker) {
       markers = [...markers, marker].slice(-30);
+      render();
+    },
+    setMarkers(next) {
+      markers = next.slice(-30);
       render();
     },
     reset() {
