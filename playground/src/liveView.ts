@@ -176,7 +176,7 @@ export function createLiveView(parent: HTMLElement): LiveView {
     timeline.update(view.checkpoints.filter((stats) => stats.status === 'completed').map(({ id, durationMs, bytes }) => ({ id, durationMs, bytes })));
     const markers = view.events.map((event): TimelineMarker =>
       event.type === 'restart'
-        ? { kind: 'crash', at: (event.afterCheckpoint ?? 0) + 0.5, label: `restart ${event.restarts} at ${formatTime(event.at)}: ${event.reason}` }
+        ? { kind: 'crash', at: (event.afterCheckpoint ?? 0) + 0.5, label: `restart ${event.restarts}`, title: `restart ${event.restarts} at ${formatTime(event.at)}: ${event.reason}` }
         : { kind: 'savepoint', at: event.checkpoint, label: `savepoint ${event.checkpoint} ${event.status} at ${formatTime(event.at)}` },
     );
     timeline.setMarkers(markers);

@@ -15,6 +15,8 @@ export interface TimelineMarker {
   kind: 'crash' | 'restore' | 'savepoint';
   at: number;
   label: string;
+  /** The full text shown on hover, when the label is a short form of it. */
+  title?: string;
 }
 
 export interface Timeline {
@@ -55,7 +57,7 @@ export function createTimeline(parent: HTMLElement): Timeline {
       line.className = `marker marker-${marker.kind}`;
       line.dataset.kind = marker.kind;
       line.dataset.at = String(marker.at);
-      line.title = marker.label;
+      line.title = marker.title ?? marker.label;
       line.style.left = `${u.valToPos(marker.at, 'x')}px`;
       const label = document.createElement('span');
       label.textContent = marker.label;
