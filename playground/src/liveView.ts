@@ -177,7 +177,7 @@ export function createLiveView(parent: HTMLElement): LiveView {
     const markers = view.events.map((event): TimelineMarker =>
       event.type === 'restart'
         ? { kind: 'crash', at: (event.afterCheckpoint ?? 0) + 0.5, label: `restart ${event.restarts}`, title: `restart ${event.restarts} at ${formatTime(event.at)}: ${event.reason}` }
-        : { kind: 'savepoint', at: event.checkpoint, label: `savepoint ${event.checkpoint} ${event.status} at ${formatTime(event.at)}` },
+        : { kind: 'savepoint', at: event.checkpoint, label: `savepoint ${event.checkpoint}`, title: `savepoint ${event.checkpoint} ${event.status} at ${formatTime(event.at)}${event.reason ? `: ${event.reason}` : ''}` },
     );
     timeline.setMarkers(markers);
   };
