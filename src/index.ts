@@ -82,4 +82,5 @@ export {
 export { mapAsync } from './operators/mapAsync/mapAsync.js';
 export type { MapAsyncOptions, AsyncRetryOptions } from './operators/mapAsync/mapAsyncOptions.js';
 export type { JobMetrics, OperatorMetrics } from './runtime/jobMetrics.js';
+export type { JobView, JobViewOperator, JobViewEvent, MinAvgMax } from './runtime/jobView.js';
 export type { JobEvent, JobLogger } from './runtime/jobEvents.js';

@@ -3,6 +3,7 @@ import { inspectStorage } from '../../src/inspector/readCheckpoint';
 import { createEditor, syntaxErrorPosition } from './editor';
 import { EXAMPLES, type Example } from './examples';
 import { expectedSums, lineOf, startRun, UserCodeError, type PlaygroundRun } from './harness';
+import { createLiveView } from './liveView';
 import { createTimeline, type TimelinePoint } from './timeline';
 import { el, formatBytes, formatValue } from './values';
 import './style.css';
@@ -375,6 +376,19 @@ setInterval(() => {
   void renderState();
   void verify();
 }, 400);
+
+// The live job view, fed by the job running in this page (the served page polls GET /v1/job for the same view).
+const liveView = createLiveView($('live'));
+let drawing = false;
+setInterval(() => {
+  const current = run;
+  if (!current || drawing) return;
+  drawing = true;
+  liveView
+    .update(current.running.view())
+    .catch((error: unknown) => console.error('live job view:', error))
+    .finally(() => (drawing = false));
+}, 1_000);
 
 select.addEventListener('change', () => {
   example = EXAMPLES.find((e) => e.id === select.value)!;

@@ -15,12 +15,16 @@ export interface TimelineMarker {
   kind: 'crash' | 'restore' | 'savepoint';
   at: number;
   label: string;
+  /** The full text shown on hover, when the label is a short form of it. */
+  title?: string;
 }
 
 export interface Timeline {
   update(points: TimelinePoint[]): void;
   /** Adds a marker line. */
   mark(marker: TimelineMarker): void;
+  /** Replaces every marker line (a live view redraws them from the job's events). */
+  setMarkers(markers: TimelineMarker[]): void;
   /** Drops points and markers and builds the chart anew: series, scales and axes know nothing of what came before. */
   reset(): void;
 }
@@ -53,7 +57,7 @@ export function createTimeline(parent: HTMLElement): Timeline {
       line.className = `marker marker-${marker.kind}`;
       line.dataset.kind = marker.kind;
       line.dataset.at = String(marker.at);
-      line.title = marker.label;
+      line.title = marker.title ?? marker.label;
       line.style.left = `${u.valToPos(marker.at, 'x')}px`;
       const label = document.createElement('span');
       label.textContent = marker.label;
@@ -98,6 +102,10 @@ export function createTimeline(parent: HTMLElement): Timeline {
     },
     mark(marker) {
       markers = [...markers, marker].slice(-30);
+      render();
+    },
+    setMarkers(next) {
+      markers = next.slice(-30);
       render();
     },
     reset() {

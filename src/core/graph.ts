@@ -85,6 +85,8 @@ export interface AlignmentStats {
 export interface GraphNode {
   readonly id: number;
   readonly uid: string;
+  /** What made the node (`source`, `keyBy`, `reduce`, `window`, …), for views of the graph. */
+  readonly kind?: string;
   readonly role: OperatorRole;
   /** Acknowledges every checkpoint with a state file (sources, keyed operators, sinks). */
   readonly stateful: boolean;

@@ -52,8 +52,7 @@ export class JobGraph {
       }
     }
     this.uids.add(uid);
-    const { kind: _kind, ...node } = spec;
-    const created: GraphNode = { ...node, id, uid };
+    const created: GraphNode = { ...spec, id, uid };
     this.nodes.push(created);
     return created;
   }

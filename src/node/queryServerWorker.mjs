@@ -5,11 +5,13 @@
 // error messages) stays there (see queryableStateServer.ts). Plain JavaScript with node: imports only, so that Node
 // runs it as it is, from the sources and from the build.
 import { timingSafeEqual } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
+import { extname, join } from 'node:path';
 import { parentPort, workerData } from 'node:worker_threads';
 
-/** @type {{ metrics: boolean, port: number, host: string, token: string | undefined, maxBodyBytes: number, queryTimeoutMs: number, headersTimeoutMs: number, requestTimeoutMs: number, keepAliveTimeoutMs: number, maxConnections: number, apiPrefix: string, errorStatus: Record<string, number> }} */
-const { port, host, token, maxBodyBytes, queryTimeoutMs, headersTimeoutMs, requestTimeoutMs, keepAliveTimeoutMs, maxConnections, apiPrefix, errorStatus, metrics } =
+/** @type {{ metrics: boolean, view: boolean, liveViewDir: string | undefined, port: number, host: string, token: string | undefined, maxBodyBytes: number, queryTimeoutMs: number, headersTimeoutMs: number, requestTimeoutMs: number, keepAliveTimeoutMs: number, maxConnections: number, apiPrefix: string, errorStatus: Record<string, number> }} */
+const { port, host, token, maxBodyBytes, queryTimeoutMs, headersTimeoutMs, requestTimeoutMs, keepAliveTimeoutMs, maxConnections, apiPrefix, errorStatus, metrics, view, liveViewDir } =
   workerData;
 const expected = token === undefined ? undefined : Buffer.from(`Bearer ${token}`);
 const jobThread = /** @type {import('node:worker_threads').MessagePort} */ (parentPort);
@@ -46,6 +48,7 @@ function fail(request, response, error) {
 function parseRoute(pathname) {
   if (pathname === apiPrefix || pathname === `${apiPrefix}/`) return { kind: 'states' };
   if (metrics && pathname === '/metrics') return { kind: 'metrics' };
+  if (view && pathname === '/v1/job') return { kind: 'view' };
   const match = /^\/v1\/states\/([^/]+)\/(get|keys)$/.exec(pathname);
   if (!match) throw new HttpError('not-found', `no such endpoint ${pathname}; use ${apiPrefix}, ${apiPrefix}/<name>/get or ${apiPrefix}/<name>/keys`);
   try {
@@ -99,8 +102,35 @@ function authorized(header) {
   return given.length === expected.length && timingSafeEqual(given, expected);
 }
 
+const PAGE_TYPES = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8', '.svg': 'image/svg+xml', '.map': 'application/json' };
+
+/**
+ * The live view's page and its scripts (`liveView`), read from the built page's directory: the files weir ships,
+ * served without the token (a browser cannot send one when it opens a page); the page sends it to /v1/job.
+ * Only plain file names under assets/ are served, so no path leaves the directory. Undefined for other paths.
+ * @param {string} pathname @returns {Promise<{ type: string, body: Buffer } | undefined> | undefined}
+ */
+function pageFile(pathname) {
+  if (liveViewDir === undefined) return undefined;
+  const asset = /^(?:\/job)?\/assets\/([\w.-]+)$/.exec(pathname)?.[1];
+  const file = pathname === '/job' || pathname === '/job/' ? 'job.html' : asset !== undefined && !asset.startsWith('.') ? join('assets', asset) : undefined;
+  if (file === undefined) return undefined;
+  return readFile(join(liveViewDir, file)).then(
+    (body) => ({ type: PAGE_TYPES[/** @type {keyof typeof PAGE_TYPES} */ (extname(file))] ?? 'application/octet-stream', body }),
+    () => undefined,
+  );
+}
+
 /** @param {import('node:http').IncomingMessage} request @param {import('node:http').ServerResponse} response */
 async function handle(request, response) {
+  const page = (request.method === 'GET' || request.method === 'HEAD') && pageFile(new URL(request.url ?? '/', 'http://localhost').pathname);
+  if (page) {
+    const file = await page;
+    if (file === undefined) throw new HttpError('not-found', `no such file ${request.url}`);
+    response.writeHead(200, { 'content-type': file.type, 'content-length': file.body.length, 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' });
+    response.end(request.method === 'HEAD' ? undefined : file.body);
+    return;
+  }
   if (!authorized(request.headers.authorization)) {
     throw new HttpError('unauthorized', 'missing or wrong bearer token: send Authorization: Bearer <token>', { 'www-authenticate': 'Bearer' });
   }
@@ -109,7 +139,7 @@ async function handle(request, response) {
   const route = parseRoute(url.pathname);
   if (method !== 'GET' && method !== 'POST') throw new HttpError('method-not-allowed', `${method} is not supported: this server is read-only (GET and POST)`, { allow: 'GET, POST' });
   const query =
-    route.kind === 'states' || route.kind === 'metrics'
+    route.kind === 'states' || route.kind === 'metrics' || route.kind === 'view'
       ? { route }
       : method === 'POST'
         ? { route, body: await readBody(request) }

@@ -7,6 +7,10 @@ import { InvalidQueryError, QueryableStateUnavailableError, UnknownQueryableStat
 import type { KeyPageOptions, QueryableStateReader } from '../query/stateQueries.js';
 import { Registry } from 'prom-client';
 import { registerPrometheusMetrics, type MetricsSource } from './metrics/prometheusMetrics.js';
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import type { JobView } from '../runtime/jobView.js';
+import { packageRoot } from './packageRoot.js';
 
 export interface QueryableStateServerOptions {
   /** Port to listen on; 0 picks a free one (see `url`). */
@@ -37,6 +41,13 @@ export interface QueryableStateServerOptions {
    * are added (see `registerPrometheusMetrics`). Off by default.
    */
   metrics?: boolean | Registry;
+  /**
+   * Serves the live job view, a page drawing `GET /v1/job` (the job's graph, rates, checkpoints and events, served
+   * whenever the reader is a running job), at `/job`: `true` for the page built into the package (`dist/inspector`,
+   * written by `npm run build`), or `{ uiDir }` for a directory holding a built `job.html`. Off by default. The page
+   * and its scripts need no token; with `token`, open `/job#token=<token>` and the page sends it with its requests.
+   */
+  liveView?: boolean | { uiDir: string };
 }
 
 export interface QueryableStateServer {
@@ -57,7 +68,7 @@ interface ForwardedQuery {
   readonly id: number;
   /** The client's address, for the rate limit. */
   readonly client: string;
-  readonly route: { kind: 'states' } | { kind: 'metrics' } | { kind: 'get' | 'keys'; name: string };
+  readonly route: { kind: 'states' } | { kind: 'metrics' } | { kind: 'view' } | { kind: 'get' | 'keys'; name: string };
   readonly params?: Record<string, unknown>;
   readonly body?: string;
 }
@@ -88,7 +99,10 @@ class QueryError extends Error {
  * // With `metrics: true`, the same server answers GET /metrics in the Prometheus text format:
  * await serveQueryableState(running, { port: 9870, metrics: true });   // curl http://127.0.0.1:9870/metrics
  */
-export async function serveQueryableState(running: QueryableStateReader & Partial<MetricsSource>, options: QueryableStateServerOptions): Promise<QueryableStateServer> {
+export async function serveQueryableState(
+  running: QueryableStateReader & Partial<MetricsSource> & { view?(): JobView },
+  options: QueryableStateServerOptions,
+): Promise<QueryableStateServer> {
   const { port, host = '127.0.0.1', token, maxBodyBytes = 16 * 1024, rateLimit = { requests: 2_000, perMs: 1_000 }, queryTimeoutMs = 10_000 } = options;
   // Node keeps an idle or slow socket for 60 s by default, and any number of them: a few hundred idle clients would
   // hold the server's descriptors and memory. These bound how long a connection may idle and how many there are.
@@ -106,6 +120,7 @@ export async function serveQueryableState(running: QueryableStateReader & Partia
     throw new RangeError('serveQueryableState: rateLimit needs requests > 0 and perMs > 0 (or false for no limit)');
   }
   const metrics = metricsRegistry(running, options.metrics);
+  const liveViewDir = liveViewUi(running, options.liveView);
   const limiter = rateLimit === false ? undefined : tokenBucket(rateLimit.requests, rateLimit.perMs, options.clock ?? (() => performance.now()));
 
   const answer = async (query: ForwardedQuery): Promise<{ status: number; headers: Record<string, string>; body: string }> => {
@@ -117,6 +132,7 @@ export async function serveQueryableState(running: QueryableStateReader & Partia
     }
     const { route } = query;
     if (route.kind === 'states') return ok({ states: running.queryableStates() });
+    if (route.kind === 'view') return { status: 200, headers: { 'cache-control': 'no-store' }, body: JSON.stringify(running.view!()) };
     if (route.kind === 'metrics') return { status: 200, headers: { 'content-type': metrics!.contentType, 'cache-control': 'no-store' }, body: await metrics!.metrics() };
     const body = query.body === undefined ? (query.params ?? {}) : parseBody(query.body);
     if (route.kind === 'get') {
@@ -140,6 +156,8 @@ export async function serveQueryableState(running: QueryableStateReader & Partia
       maxConnections,
       apiPrefix: API_PREFIX,
       metrics: metrics !== undefined,
+      view: typeof running.view === 'function',
+      liveViewDir,
       errorStatus: ERROR_STATUS,
     },
   });
@@ -190,6 +208,21 @@ function metricsRegistry(running: Partial<MetricsSource>, option: boolean | Regi
   const registry = option === true ? new Registry() : option;
   registerPrometheusMetrics(running as MetricsSource, registry);
   return registry;
+}
+
+/** The directory of the built live view page; undefined when the page is off. */
+function liveViewUi(running: { view?(): JobView }, option: boolean | { uiDir: string } | undefined): string | undefined {
+  if (option === undefined || option === false) return undefined;
+  if (typeof running.view !== 'function') {
+    throw new TypeError('serveQueryableState: liveView needs a running job (job.start() or startJob()), which has a view; this reader has none');
+  }
+  const dir = resolve(option === true ? join(packageRoot(), 'dist', 'inspector') : option.uiDir);
+  if (!existsSync(join(dir, 'job.html'))) {
+    throw new TypeError(
+      `serveQueryableState: liveView finds no built page (${join(dir, 'job.html')} is missing): build weir (npm run build, which writes dist/inspector) or pass liveView: { uiDir } with a built page's directory`,
+    );
+  }
+  return dir;
 }
 
 /** A POST body: a superjson object. */

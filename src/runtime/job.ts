@@ -222,6 +222,7 @@ export class Job {
     options: StartOptions,
     attempt: (execution: JobExecutionOptions, restored: LoadedCheckpoint | undefined, restoringAtStart: boolean, storage: CheckpointStorage | undefined) => Attempt,
     queriesRefused?: string,
+    workers?: number,
   ): RunningJob {
     if (this.running) throw new JobDefinitionError(`job '${this.name}' was already started; create a new job to run it again`);
     checkOptions(`job '${this.name}': start`, options, START_OPTIONS);
@@ -257,6 +258,8 @@ export class Job {
     const selection = new RestoreSelection({ job: name, storage, coordinator, retain, maxParallelism, uids, onWarning });
     this.running = new RunningJob({
       job: name,
+      graph: this.graph.nodes,
+      workers,
       scheduler,
       interval: checkpoints?.interval,
       retainOnCancel: checkpoints?.retainOnCancel ?? true,

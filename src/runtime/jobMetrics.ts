@@ -38,8 +38,13 @@ export interface OperatorMetrics {
 /** A running job's metrics at one moment: `running.metrics`. */
 export interface JobMetrics {
   readonly job: string;
-  /** The worker thread the numbers come from: `'0'`, the job's own thread, until jobs run on several. */
+  /** The thread the job's own numbers (restarts, checkpoints) come from: `'0'`, the job's main thread. */
   readonly worker: string;
+  /**
+   * With worker threads (`startJob`): each worker's operators, its instances summed (`operators` sums the workers).
+   * Counters keep what the worker counted in earlier attempts; they are as of the worker's latest report (each second).
+   */
+  readonly workers?: readonly { readonly worker: string; readonly operators: readonly OperatorMetrics[] }[];
   readonly restarts: number;
   /** Checkpoints and savepoints that ended, by outcome, and the latest completed one. */
   readonly checkpoints: { readonly completed: number; readonly failed: number; readonly aborted: number; readonly latest: CheckpointStats | undefined };
@@ -63,6 +68,9 @@ interface Instance {
  */
 export class JobMetricsRecorder {
   private readonly instances = new Map<string, Instance>();
+  /** Worker threads' reports (`startJob`), by worker: the latest, and the counts of the worker's earlier attempts. */
+  private readonly workerReports = new Map<number, WorkerReport>();
+  private workerCount = 0;
   private readonly outcomes = { completed: 0, failed: 0, aborted: 0 };
   private latest: CheckpointStats | undefined;
 
@@ -90,7 +98,30 @@ export class JobMetricsRecorder {
     return instance.counters;
   }
 
+  /**
+   * Worker `worker` (of `workers`) reports its counters in `attempt`. A new attempt's counters start at 0: what the
+   * worker counted before is carried, so that counters only grow across restarts here as on one thread.
+   */
+  reportWorker(attempt: number, worker: number, workers: number, operators: readonly OperatorMetrics[]): void {
+    this.workerCount = workers;
+    const report = this.workerReports.get(worker);
+    if (report === undefined) {
+      this.workerReports.set(worker, { attempt, operators, carried: new Map() });
+      return;
+    }
+    if (report.attempt !== attempt) {
+      for (const operator of report.operators) {
+        const carried = report.carried.get(operator.uid) ?? {};
+        for (const name of COUNTERS) if (operator[name] !== undefined) carried[name] = (carried[name] ?? 0) + operator[name];
+        report.carried.set(operator.uid, carried);
+      }
+      report.attempt = attempt;
+    }
+    report.operators = operators;
+  }
+
   snapshot(): JobMetrics {
+    if (this.workerReports.size > 0) return this.workersSnapshot();
     const now = this.scheduler.now();
     const byUid = new Map<string, Instance[]>();
     for (const instance of this.instances.values()) {
@@ -123,6 +154,74 @@ export class JobMetricsRecorder {
     });
     return { job: this.job, worker: '0', restarts: this.restarts(), checkpoints: { ...this.outcomes, latest: this.latest }, operators };
   }
+
+  /** The metrics of a job on worker threads: each worker's reports, and their sums per operator. */
+  private workersSnapshot(): JobMetrics {
+    const now = this.scheduler.now();
+    const checkpointed = this.latest?.operators ?? [];
+    // Instance i of a stateful operator runs in worker i mod workers (see startJob), where its checkpoint part comes from.
+    const saved = (uid: string, worker: number | undefined) =>
+      checkpointed.filter((operator) => operator.uid === uid && (worker === undefined || operator.subtask % this.workerCount === worker));
+    const withCheckpoint = (operator: OperatorMetrics, worker: number | undefined): OperatorMetrics => {
+      const parts = saved(operator.uid, worker);
+      const watermark = operator.watermark;
+      return {
+        ...operator,
+        watermarkLagMs: watermark === undefined ? undefined : Math.max(0, now - watermark),
+        stateBytes: parts.length > 0 ? parts.reduce((total, part) => total + part.bytes, 0) : undefined,
+        alignmentMs: parts.length > 0 ? Math.max(...parts.map((part) => part.alignmentMs)) : undefined,
+      };
+    };
+    const workers = [...this.workerReports]
+      .sort(([a], [b]) => a - b)
+      .map(([worker, report]) => ({
+        worker: String(worker),
+        operators: report.operators.map((operator) => {
+          const carried = report.carried.get(operator.uid) ?? {};
+          const counted = Object.fromEntries(COUNTERS.map((name) => [name, operator[name] === undefined && carried[name] === undefined ? undefined : (operator[name] ?? 0) + (carried[name] ?? 0)]));
+          return withCheckpoint({ ...operator, ...counted }, worker);
+        }),
+      }));
+    const uids = workers[0]!.operators.map((operator) => operator.uid);
+    const operators = uids.map((uid) => {
+      const instances = workers.map(({ operators }) => operators.find((operator) => operator.uid === uid)).filter((operator) => operator !== undefined);
+      const total = (read: (operator: OperatorMetrics) => number | undefined) => {
+        const values = instances.map(read).filter((value) => value !== undefined);
+        return values.length > 0 ? values.reduce((sum, value) => sum + value, 0) : undefined;
+      };
+      const watermarks = instances.map((operator) => operator.watermark).filter((watermark) => watermark !== undefined);
+      // An operator's watermark is the least of its instances' (the event time all of them have passed).
+      const watermark = watermarks.length > 0 ? Math.min(...watermarks) : undefined;
+      return withCheckpoint(
+        {
+          uid,
+          recordsIn: total((operator) => operator.recordsIn) ?? 0,
+          recordsOut: total((operator) => operator.recordsOut) ?? 0,
+          busyMs: total((operator) => operator.busyMs),
+          idleMs: total((operator) => operator.idleMs),
+          backpressuredMs: total((operator) => operator.backpressuredMs),
+          watermark,
+          watermarkLagMs: undefined,
+          sourceLag: total((operator) => operator.sourceLag),
+          stateEntries: total((operator) => operator.stateEntries),
+          stateBytes: undefined,
+          alignmentMs: undefined,
+        },
+        undefined,
+      );
+    });
+    return { job: this.job, worker: '0', restarts: this.restarts(), checkpoints: { ...this.outcomes, latest: this.latest }, operators, workers };
+  }
+}
+
+/** The counters of `OperatorMetrics`: they add up across a worker's attempts. */
+const COUNTERS = ['recordsIn', 'recordsOut', 'busyMs', 'idleMs', 'backpressuredMs'] as const;
+
+/** A worker's latest report, and the counts its earlier attempts reached. */
+interface WorkerReport {
+  attempt: number;
+  operators: readonly OperatorMetrics[];
+  carried: Map<string, Partial<Record<(typeof COUNTERS)[number], number>>>;
 }
 
 /** A backend's entry count, undefined when it cannot tell cheaply or is gone (the attempt ended). */

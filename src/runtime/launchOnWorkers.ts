@@ -20,5 +20,6 @@ export function launchOnWorkers(job: Job, workers: number, start: StartOptions, 
     start,
     (execution, restored, restoringAtStart, storage) => new WorkerAttempt({ attempt: ++attempt, workers, host, execution, storage, restored, restoringAtStart }),
     queriesRefused,
+    workers,
   );
 }

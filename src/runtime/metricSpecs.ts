@@ -18,10 +18,13 @@ export interface MetricSpec {
   readonly read: Reading;
 }
 
-const operatorLabels = (job: JobMetrics, uid: string): Labels => ({ job: job.job, operator: uid, worker: job.worker });
 const jobLabels = (job: JobMetrics): Labels => ({ job: job.job, worker: job.worker });
+/** One series per operator, and per worker with worker threads (`startJob`), whose figures each worker reports. */
 function perOperator(read: (operator: JobMetrics['operators'][number]) => number | undefined): Reading {
-  return (job) => job.operators.map((operator) => [read(operator), operatorLabels(job, operator.uid)]);
+  return (job) =>
+    (job.workers ?? [{ worker: job.worker, operators: job.operators }]).flatMap(({ worker, operators }) =>
+      operators.map((operator): [number | undefined, Labels] => [read(operator), { job: job.job, operator: operator.uid, worker }]),
+    );
 }
 const seconds = (ms: number | undefined) => (ms === undefined ? undefined : ms / 1000);
 

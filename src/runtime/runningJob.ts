@@ -13,6 +13,8 @@ import type { CheckpointLock, CheckpointStorage, Key, Scheduler } from '../core/
 import { JobEvents, type JobLogger } from './jobEvents.js';
 import { JobMetricsRecorder, type JobMetrics } from './jobMetrics.js';
 import { reportToOpenTelemetry } from './openTelemetryMetrics.js';
+import { JobViewer, type JobView, type JobViewEvent } from './jobView.js';
+import type { GraphNode } from '../core/graph.js';
 import { describeRestore, type JobResult, type RestoredFrom } from './jobResult.js';
 
 export type { JobResult, RestoredFrom } from './jobResult.js';
@@ -29,6 +31,10 @@ export interface SavepointOptions {
 
 export interface RunSetup {
   job: string;
+  /** The job's operators, for its live view. */
+  graph: readonly GraphNode[];
+  /** Worker threads its attempts run on (`startJob`); undefined on one thread. */
+  workers?: number;
   scheduler: Scheduler;
   interval: number | undefined;
   retainOnCancel: boolean;
@@ -76,12 +82,22 @@ export class RunningJob implements QueryableStateReader {
   private markStarted!: () => void;
   private readonly events: JobEvents;
   private readonly recorder: JobMetricsRecorder;
+  private readonly restartLog: Extract<JobViewEvent, { type: 'restart' }>[] = [];
+  private readonly viewer: JobViewer;
 
   constructor(private readonly setup: RunSetup) {
     this.queries = new StateQueries(setup.job, setup.storage);
     this.started = new Promise<void>((resolve) => (this.markStarted = () => ((this.hasStarted = true), resolve())));
     this.events = new JobEvents(setup.job, setup.logger, this.checkpoints$);
     this.recorder = new JobMetricsRecorder(setup.job, setup.scheduler, () => this.restartCount, this.checkpoints$);
+    this.viewer = new JobViewer({
+      graph: setup.graph,
+      workers: setup.workers,
+      scheduler: setup.scheduler,
+      metrics: () => this.recorder.snapshot(),
+      history: () => this.checkpointHistory,
+      restarts: () => this.restartLog,
+    });
     this.done = this.run();
     reportToOpenTelemetry(this.recorder, this.done);
     this.done.then((result) => this.events.emit({ type: 'job:stop', job: setup.job, result }), (error: unknown) => this.events.emit({ type: 'job:stop', job: setup.job, error }));
@@ -97,6 +113,19 @@ export class RunningJob implements QueryableStateReader {
    */
   get metrics(): JobMetrics {
     return this.recorder.snapshot();
+  }
+
+  /**
+   * The job's live picture: its graph with each operator's counts, rates, backpressure, watermark and part in the
+   * latest checkpoint; the checkpoint history with failed and aborted ones and their reasons; min/avg/max of
+   * checkpoint duration, size and alignment; restarts and savepoints with their times. `serveQueryableState` serves it
+   * at `GET /v1/job` and, with `liveView: true`, draws it at `/job`. Rates are over the views of the last 5 s.
+   * @example
+   * const { operators, checkpoints, events } = running.view();
+   * for (const o of operators) console.log(o.uid, o.recordsInPerSecond, o.backpressuredRatio, o.watermark);
+   */
+  view(): JobView {
+    return this.viewer.view();
   }
 
   /**
@@ -308,6 +337,13 @@ export class RunningJob implements QueryableStateReader {
           const delay = error instanceof JobDefinitionError ? undefined : setup.restartStrategy(this.restartCount + 1);
           if (delay === undefined) throw error;
           this.restartCount++;
+          this.restartLog.push({
+            type: 'restart',
+            at: setup.scheduler.now(),
+            restarts: this.restartCount,
+            reason: error instanceof Error ? error.message : String(error),
+            afterCheckpoint: this.checkpointHistory.at(-1)?.id,
+          });
           this.events.emit({ type: 'restart', job: setup.job, restarts: this.restartCount, delayMs: delay, cause: error });
           await this.sleep(delay);
           if (this.cancelled()) return this.result();

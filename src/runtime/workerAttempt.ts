@@ -159,6 +159,8 @@ export class WorkerAttempt implements Attempt {
           this.markStarted();
         }
         return this.maybeFinish();
+      case 'metrics':
+        return this.options.execution.metrics?.reportWorker(this.options.attempt, w, this.options.workers, message.operators);
       case 'finished':
         this.finished.add(w);
         return this.maybeFinish();

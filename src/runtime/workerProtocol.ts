@@ -1,3 +1,4 @@
+import type { OperatorMetrics } from './jobMetrics.js';
 import type { OperatorCheckpointStats } from '../core/operatorCheckpointStats.js';
 import type { Key } from '../core/types.js';
 import type { SnapshotTarget, SnapshotTask, TaskStateHandles } from '../task/snapshotWriter.js';
@@ -29,6 +30,8 @@ export type FromWorker =
   | { t: 'finished'; a: number; w: number }
   /** The worker's tasks ended after the final checkpoint: it may be terminated. */
   | { t: 'done'; a: number; w: number }
+  /** The worker's operator counters this attempt, sent each second and before `done` (see `JobMetricsRecorder.reportWorker`). */
+  | { t: 'metrics'; a: number; w: number; operators: readonly OperatorMetrics[] }
   | { t: 'error'; a: number; w: number; error: WireError }
   | { t: 'persisting'; a: number; w: number; id: number; task: SnapshotTask }
   | { t: 'acknowledge'; a: number; w: number; id: number; task: SnapshotTask; handles: TaskStateHandles; stats: OperatorCheckpointStats }

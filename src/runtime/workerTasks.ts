@@ -4,7 +4,9 @@ import { loadCheckpoint } from '../checkpoint/loadCheckpoint.js';
 import { CheckpointBarrier } from '../core/elements.js';
 import { JobDefinitionError } from '../core/errors.js';
 import type { CheckpointStorage } from '../core/types.js';
+import { EMPTY, type SchedulerAction, type Subscription } from 'rxjs';
 import { Execution, type AttemptCoordinator } from './execution.js';
+import { JobMetricsRecorder } from './jobMetrics.js';
 import type { Job } from './job.js';
 import { checkPlaceable, type Placement } from './placement.js';
 import { remoteStorage, storageError } from './remoteStorage.js';
@@ -41,6 +43,9 @@ export interface WorkerLinks {
  * storages through the main thread too. `receive` takes the main thread's messages, `receiveData` the other workers'
  * batches; both may arrive before the tasks are built, and wait for them.
  */
+/** How often a worker sends its counters to the main thread (and once more when its tasks end). */
+const METRICS_REPORT_MS = 1_000;
+
 export class WorkerTasks {
   private readonly exchange: WorkerExchange;
   private participants: CheckpointParticipants | undefined;
@@ -83,25 +88,42 @@ export class WorkerTasks {
     const { job, setup, links } = this;
     const { attempt: a, placement } = setup;
     const w = placement.worker;
+    let reporting: Subscription | undefined;
+    let report: (() => void) | undefined;
     try {
       this.checkGraph();
       checkPlaceable(job.graph);
       job.graph.freeze();
       const restored = setup.restore ? await loadCheckpoint(this.storage(setup.storages[setup.restore.storage]!), setup.restore.path, job.name) : undefined;
       const options = job.executionOptions(setup.checkpointing ? this.coordinatorLink() : undefined);
+      // This worker's counters, sent to the main thread, which labels them with the worker and keeps them across attempts.
+      const metrics = new JobMetricsRecorder(job.name, options.scheduler, () => 0, EMPTY);
+      report = () => links.post({ t: 'metrics', a, w, operators: metrics.snapshot().operators });
       const execution = new Execution({
         ...options,
         restored,
         restoringAtStart: setup.restoringAtStart,
         share: { placement, exchange: this.exchange },
+        metrics,
       });
       this.execution = execution;
       await execution.start();
       links.post({ t: 'ready', a, w });
       for (const message of this.early.splice(0)) this.receive(message);
+      const sendReport = report;
+      reporting = options.scheduler.schedule(function (this: SchedulerAction<unknown>) {
+        sendReport();
+        this.schedule(undefined, METRICS_REPORT_MS);
+      }, METRICS_REPORT_MS);
       await execution.done;
+      reporting.unsubscribe();
+      // The final counts, before `done`: the main thread has them when the job's `done` settles.
+      report();
       links.post({ t: 'done', a, w });
     } catch (error) {
+      reporting?.unsubscribe();
+      // What this attempt counted before it failed: the next attempt's counts go on top of it.
+      report?.();
       links.post({ t: 'error', a, w, error: toWireError(error) });
     }
   }

@@ -255,4 +255,42 @@ describe('the installed weir bin', () => {
     expect(await exited).toBe(0);
     server = undefined;
   });
+  it('serves the live job view: its page, scripts and styles from the package, and GET /v1/job', async () => {
+    // A job of the consumer's own, served with liveView: true, which finds the page in the installed package.
+    await writeFile(
+      join(project, 'liveView.mjs'),
+      `import { createJob, fromArray, keyBy, reduce, collect } from 'weir';
+import { serveQueryableState } from 'weir/node';
+const job = createJob({ name: 'live', checkpoints: {} });
+job.source(fromArray(['a', 'b', 'a']), { uid: 'words' }).pipe(keyBy((w) => w), reduce((a) => a, { uid: 'same' }), collect().sink({ uid: 'out' }));
+const running = job.start();
+await running.done;
+const server = await serveQueryableState(running, { port: 0, liveView: true });
+const page = await fetch(server.url + '/job');
+const html = await page.text();
+const refs = [...html.matchAll(/(?:src|href)="([^"]+\\.(?:js|css))"/g)].map((m) => m[1]);
+const assets = await Promise.all(refs.map(async (ref) => { const r = await fetch(new URL(ref, server.url + '/job')); return [ref, r.status, r.headers.get('content-type'), (await r.text()).length]; }));
+const view = await (await fetch(server.url + '/v1/job')).json();
+console.log(JSON.stringify({ status: page.status, type: page.headers.get('content-type'), title: /<title>(.*)<\\/title>/.exec(html)?.[1], assets, operators: view.operators.map((o) => o.uid), checkpoints: view.checkpoints.map((c) => c.status) }));
+await server.close();
+`,
+    );
+    const out = JSON.parse(await must(process.execPath, ['liveView.mjs'], project)) as {
+      status: number;
+      type: string;
+      title: string;
+      assets: [string, number, string, number][];
+      operators: string[];
+      checkpoints: string[];
+    };
+    expect(out).toMatchObject({ status: 200, title: 'weir live job view', operators: ['words', 'same', 'out'], checkpoints: ['completed'] });
+    expect(out.type).toMatch(/^text\/html/);
+    expect(out.assets.some(([ref]) => ref.endsWith('.js'))).toBe(true);
+    expect(out.assets.some(([ref]) => ref.endsWith('.css'))).toBe(true);
+    for (const [ref, status, type, length] of out.assets) {
+      expect(status, ref).toBe(200);
+      expect(type, ref).toMatch(ref.endsWith('.js') ? /^text\/javascript/ : /^text\/css/);
+      expect(length, ref).toBeGreaterThan(0);
+    }
+  });
 });

@@ -1,6 +1,6 @@
-import { existsSync, readFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { packageRoot } from '../packageRoot.js';
 import { fsCheckpointStorage } from '../../storage/fsCheckpointStorage.js';
 import { resolveTarget } from './inspectCommand.js';
 import { serveInspector, type InspectorServer } from './serveInspector.js';
@@ -74,16 +74,4 @@ async function inspectorUi(err: NodeJS.WritableStream): Promise<string | undefin
     return undefined;
   }
   return built;
-}
-
-/** The directory of weir's package.json, from the sources (src/node/cli) or the build (dist). */
-function packageRoot(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (;;) {
-    const manifest = join(dir, 'package.json');
-    if (existsSync(manifest) && (JSON.parse(readFileSync(manifest, 'utf8')) as { name?: string }).name === 'weir') return dir;
-    const parent = dirname(dir);
-    if (parent === dir) return process.cwd();
-    dir = parent;
-  }
 }
