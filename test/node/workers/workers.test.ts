@@ -5,6 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { UnknownQueryableStateError, WeirError, type RunningJob } from 'weir';
 import { fsCheckpointStorage, liveJobWorkers, startJob } from 'weir/node';
 import type { KeyedSumSettings } from './jobs/keyedSum.js';
+import { leftRecords, rightRecords } from './jobs/twoInputs.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'weir-workers-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -159,6 +160,43 @@ describe('a windowed job on workers', { timeout: 240_000 }, () => {
     const oneThread = lines(join(dir, 'windowed-one.txt'));
     expect(oneThread).toHaveLength(13 * 30);
     expect(lines(join(dir, 'windowed-two.txt'))).toEqual(oneThread);
+  });
+});
+
+describe('two-input jobs on workers', { timeout: 240_000 }, () => {
+  const twoInputs = new URL('./jobs/twoInputs.ts', import.meta.url);
+
+  /** The output of `twoInputs`' export `name` run on `workers` workers. */
+  async function twoInputsOn(name: 'connected' | 'joined', workers: number): Promise<string[]> {
+    const out = join(dir, `${name}-${workers}.txt`);
+    process.env.WEIR_TEST_JOB = JSON.stringify({ name: `${name}-${workers}`, out });
+    const result = await (await startJob(twoInputs, { workers, preload, export: name })).done;
+    expect(result.status).toBe('finished');
+    return lines(out);
+  }
+
+  it('connect + coProcess: the state and timers of a key span both inputs, the same on 2 workers as on 1', async () => {
+    const totals = new Map<string, { sum: number; count: number }>();
+    const of = (key: string) => totals.get(key) ?? totals.set(key, { sum: 0, count: 0 }).get(key)!;
+    for (const record of leftRecords()) of(record.key).sum += record.value;
+    for (const record of rightRecords()) of(record.key).count++;
+    const expectedTotals = [...totals].map(([key, { sum, count }]) => `${key}=${sum}/${count}`).sort();
+    const two = await twoInputsOn('connected', 2);
+    expect(two).toEqual(expectedTotals);
+    expect(await twoInputsOn('connected', 1)).toEqual(two);
+  });
+
+  it('windowed join: every pair of one key in one window, the same on 2 workers as on 1', async () => {
+    const pairs: string[] = [];
+    for (const l of leftRecords()) {
+      for (const r of rightRecords()) {
+        if (l.key === r.key && Math.floor(l.at / 1_000) === Math.floor(r.at / 1_000)) pairs.push(`${l.key}@${Math.floor(l.at / 1_000)}:${l.value}+${r.value}`);
+      }
+    }
+    const two = await twoInputsOn('joined', 2);
+    expect(two).toHaveLength(pairs.length);
+    expect(two).toEqual(pairs.sort());
+    expect(await twoInputsOn('joined', 1)).toEqual(two);
   });
 });
 
