@@ -216,6 +216,18 @@ describe('credits between workers', { timeout: 240_000 }, () => {
   });
 });
 
+describe('the Node flags of workers', { timeout: 240_000 }, () => {
+  it('are the ones startJob is given in execArgv, in place of those of the main thread', async () => {
+    const out = join(dir, 'exec-argv.json');
+    process.env.WEIR_TEST_JOB = JSON.stringify({ name: 'exec-argv', out });
+    const flags = ['--no-warnings', '--no-deprecation'];
+    await (await startJob(new URL('./jobs/execArgv.ts', import.meta.url), { workers: 1, preload, execArgv: flags })).done;
+    const seen = JSON.parse(readFileSync(out, 'utf8')) as { threadId: number; execArgv: string[] };
+    expect(seen.threadId).not.toBe(0);
+    expect(seen.execArgv).toEqual(flags);
+  });
+});
+
 describe('state queries on workers', { timeout: 240_000 }, () => {
   it('are answered by the worker that owns the key, and key listings are refused with a message that says so', async () => {
     process.env.WEIR_TEST_JOB = JSON.stringify(settings({ records: 100_000, keys: 4, chunkSize: 1, checkpoints: 'memory' }));
