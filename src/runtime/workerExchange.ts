@@ -58,7 +58,7 @@ const MAX_BATCH = 4096;
  * in records): past this, the sender's sources pause between chunks until credits come back below half of it. Some
  * sixteen batches: a receiver that keeps up never lets it fill; one that is slower bounds what its port buffers.
  */
-export const MAX_RECORDS_IN_FLIGHT = 16 * MAX_BATCH;
+const MAX_RECORDS_IN_FLIGHT = 16 * MAX_BATCH;
 
 export interface WorkerExchangeOptions {
   readonly placement: Placement;
