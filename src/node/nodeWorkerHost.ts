@@ -26,6 +26,8 @@ export interface NodeJobModule {
   readonly exportName: string;
   /** Modules each worker imports first (a TypeScript loader). */
   readonly preload: readonly string[];
+  /** Node flags of the workers; the main thread's when absent (Node's default). */
+  readonly execArgv?: readonly string[];
 }
 
 /**
@@ -34,7 +36,7 @@ export interface NodeJobModule {
  * @example
  * launchOnWorkers(job, 2, {}, nodeWorkerHost({ moduleUrl, exportName: 'default', preload: [] }));
  */
-export function nodeWorkerHost({ moduleUrl, exportName, preload }: NodeJobModule): WorkerHost {
+export function nodeWorkerHost({ moduleUrl, exportName, preload, execArgv }: NodeJobModule): WorkerHost {
   const tracing = process.env.WEIR_WORKER_TRACE === '1';
   return {
     channel: () => {
@@ -46,6 +48,7 @@ export function nodeWorkerHost({ moduleUrl, exportName, preload }: NodeJobModule
       const worker = new Worker(BOOTSTRAP, {
         workerData: { setup, moduleUrl, exportName, preload, entry: new URL(JOB_WORKER, import.meta.url).href, outgoing, incoming },
         transferList: ports,
+        ...(execArgv ? { execArgv: [...execArgv] } : {}),
       });
       const { threadId } = worker;
       live.add(threadId);

@@ -17,6 +17,12 @@ export type StartJobOptions = StartOptions & {
   export?: string;
   /** Modules each worker imports before the job module, e.g. a TypeScript loader: URLs, or file paths from the working directory. */
   preload?: (string | URL)[];
+  /**
+   * Node flags of the worker threads (`Worker`'s `execArgv`); by default they inherit the main thread's, a loader
+   * given with `--import` included. `[]` starts workers bare, e.g. when the main thread runs under a TypeScript
+   * loader that the built job does not need.
+   */
+  execArgv?: string[];
 };
 
 /**
@@ -49,12 +55,12 @@ function moduleHref(entry: string | URL): string {
 }
 
 export async function startJob(moduleUrl: string | URL, options: StartJobOptions): Promise<RunningJob> {
-  const { workers, export: exportName = 'default', preload = [], ...start } = options ?? ({} as StartJobOptions);
+  const { workers, export: exportName = 'default', preload = [], execArgv, ...start } = options ?? ({} as StartJobOptions);
   const url = moduleUrl instanceof URL || moduleUrl.startsWith('file:') ? String(moduleUrl) : pathToFileURL(resolve(moduleUrl)).href;
-  checkOptions(`startJob (${url})`, options, ['workers', 'export', 'preload', 'restore', 'allowNonRestoredState']);
+  checkOptions(`startJob (${url})`, options, ['workers', 'export', 'preload', 'execArgv', 'restore', 'allowNonRestoredState']);
   if (!(Number.isInteger(workers) && workers >= 1)) throw new JobDefinitionError(`startJob (${url}): workers must be an integer ≥ 1, got ${String(workers)}`);
   const module = (await import(url)) as Record<string, unknown>;
   const job = withDefaultParallelism(workers, () => jobOf(module, exportName, url, { workers, worker: undefined }));
-  const host = nodeWorkerHost({ moduleUrl: url, exportName, preload: preload.map(moduleHref) });
+  const host = nodeWorkerHost({ moduleUrl: url, exportName, preload: preload.map(moduleHref), ...(execArgv ? { execArgv } : {}) });
   return launchOnWorkers(job, workers, start, host);
 }

@@ -79,8 +79,11 @@ export class Execution implements Attempt {
   /** Each operator's current watermark, by uid, shared by its parallel instances. */
   private readonly watermarks = new Map<string, OperatorWatermark>();
   private readonly startCallbacks: (() => void)[] = [];
-  /** Raised by operators that hold records they cannot process yet; the sources pause between chunks meanwhile. */
-  private readonly backpressure = new AttemptBackpressure();
+  /**
+   * Raised by operators that hold records they cannot process yet, and on workers by the exchange when another
+   * worker is behind on its credits; the sources pause between chunks meanwhile.
+   */
+  private readonly backpressure: AttemptBackpressure;
   /** The queryable states of this attempt, filled as its keyed backends register them. */
   readonly queryable: QueryableStateRegistry;
   /** Writes the tasks' state at barriers and acknowledges it to the coordinator. */
@@ -92,6 +95,7 @@ export class Execution implements Attempt {
   private ended = false;
 
   constructor(private readonly options: ExecutionOptions) {
+    this.backpressure = options.share?.exchange.backpressure ?? new AttemptBackpressure();
     this.queryable = new QueryableStateRegistry(options.graph.jobName, options.maxParallelism);
     this.snapshots = new SnapshotWriter({ clock: options.scheduler, acknowledger: options.coordinator });
     this.backends = new AttemptBackends({

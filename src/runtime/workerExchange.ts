@@ -16,6 +16,7 @@ import { instanceOfKey } from '../core/keyGroups.js';
 import type { Key, Scheduler } from '../core/types.js';
 import { checkKey } from '../state/keyCodec.js';
 import { alignedOutput } from '../task/alignerInputs.js';
+import { AttemptBackpressure } from '../task/backpressure.js';
 import { BarrierAligner } from '../task/barrierAligner.js';
 import { DirectObservable, endOnce, subscribeTo } from '../task/directObservable.js';
 import { workerOfSubtask, type Placement, type Route } from './placement.js';
@@ -28,7 +29,8 @@ export interface ExchangePort {
 /**
  * What crosses between workers, as plain arrays (structured clone copies them cheaply): `[channel, kind, …]`.
  * Records go in batches with their timestamps; barriers, cancellation markers, watermarks, idleness and the end of
- * input travel in the same port as the records, so the port's FIFO order keeps every cut where it was made.
+ * input travel in the same port as the records, so the port's FIFO order keeps every cut where it was made. A credit
+ * (channel -1) gives back to the receiver's sender the records it took off its port.
  */
 type Frame =
   | [channel: number, kind: typeof RECORDS, values: unknown[], timestamps: (number | undefined)[]]
@@ -36,7 +38,8 @@ type Frame =
   | [channel: number, kind: typeof CANCEL, id: number]
   | [channel: number, kind: typeof WATERMARK, timestamp: number]
   | [channel: number, kind: typeof STATUS, idle: boolean]
-  | [channel: number, kind: typeof END];
+  | [channel: number, kind: typeof END]
+  | [channel: typeof NO_CHANNEL, kind: typeof CREDIT, records: number];
 
 const RECORDS = 0;
 const BARRIER = 1;
@@ -44,9 +47,18 @@ const CANCEL = 2;
 const WATERMARK = 3;
 const STATUS = 4;
 const END = 5;
+const CREDIT = 6;
+const NO_CHANNEL = -1;
 
 /** Records per batch at most: a batch is flushed at the end of a source chunk, or sooner when it gets this big. */
 const MAX_BATCH = 4096;
+
+/**
+ * Records a worker may have sent to another that the other has not taken off its port yet (Flink's credits, counted
+ * in records): past this, the sender's sources pause between chunks until credits come back below half of it. Some
+ * sixteen batches: a receiver that keeps up never lets it fill; one that is slower bounds what its port buffers.
+ */
+const MAX_RECORDS_IN_FLIGHT = 16 * MAX_BATCH;
 
 export interface WorkerExchangeOptions {
   readonly placement: Placement;
@@ -69,10 +81,18 @@ interface GateInput {
  * input gate reads the local flow and one input per other worker, aligns barriers over them with the job's
  * `BarrierAligner` and combines their watermarks by minimum, and ends when every input ended.
  *
- * No credit-based flow control: a port buffers what its receiver has not read yet. The senders are sources that
- * yield after every chunk, so a slow worker lets the batches pile up only as long as it is behind.
+ * Credit-based flow control: a receiver gives credits back for the records it took off its port, and a sender with
+ * `MAX_RECORDS_IN_FLIGHT` records not given back to some worker raises its attempt's backpressure, which pauses its
+ * sources between chunks (barriers still go in) until that worker caught up. A receiver gives credits on receipt,
+ * whatever its own sources do, so two workers waiting on each other's credits cannot both be paused for good.
  */
 export class WorkerExchange {
+  /** The attempt's backpressure in this worker: the exchange raises it, the sources pause on it (see `Execution`). */
+  readonly backpressure = new AttemptBackpressure();
+  /** Records sent to each worker that it has not given credits back for yet. */
+  private readonly inFlight: number[];
+  /** The release of the backpressure raised for credits, while raised. */
+  private releaseCredits: (() => void) | undefined;
   private readonly gates = new Map<number, GateInput>();
   /** Frames from other workers for a gate not subscribed yet (their sources may start before this worker's). */
   private readonly early = new Map<number, [number, Frame][]>();
@@ -82,11 +102,18 @@ export class WorkerExchange {
 
   constructor(private readonly options: WorkerExchangeOptions) {
     this.outgoing = options.ports.map(() => []);
+    this.inFlight = options.ports.map(() => 0);
   }
 
   /** A message (a batch of frames) from worker `from`. */
   receive(from: number, message: unknown): void {
+    let records = 0;
     for (const frame of message as Frame[]) {
+      if (frame[1] === CREDIT) {
+        this.credit(from, frame[2]);
+        continue;
+      }
+      if (frame[1] === RECORDS) records += frame[2].length;
       const gate = this.gates.get(frame[0]);
       if (gate) gate.receive(from, frame);
       else {
@@ -95,6 +122,18 @@ export class WorkerExchange {
         early.push([from, frame]);
       }
     }
+    if (records > 0) {
+      this.outgoing[from]!.push([NO_CHANNEL, CREDIT, records]);
+      this.scheduleFlush();
+    }
+  }
+
+  /** Credits back from worker `from`: the backpressure raised for credits ends once every worker is below half. */
+  private credit(from: number, records: number): void {
+    this.inFlight[from]! -= records;
+    if (this.releaseCredits === undefined || this.inFlight.some((count) => count > MAX_RECORDS_IN_FLIGHT / 2)) return;
+    this.releaseCredits();
+    this.releaseCredits = undefined;
   }
 
   /**
@@ -218,10 +257,14 @@ export class WorkerExchange {
     } else {
       queue.push([channel, RECORDS, [value], [timestamp]]);
     }
-    if (!this.flushScheduled) {
-      this.flushScheduled = true;
-      queueMicrotask(() => this.flush());
-    }
+    if (++this.inFlight[to]! > MAX_RECORDS_IN_FLIGHT && this.releaseCredits === undefined) this.releaseCredits = this.backpressure.raise();
+    this.scheduleFlush();
+  }
+
+  private scheduleFlush(): void {
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    queueMicrotask(() => this.flush());
   }
 
   /** A control frame to every other worker, after the records before it. */

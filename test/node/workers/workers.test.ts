@@ -5,6 +5,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { UnknownQueryableStateError, WeirError, type RunningJob } from 'weir';
 import { fsCheckpointStorage, liveJobWorkers, startJob } from 'weir/node';
 import type { KeyedSumSettings } from './jobs/keyedSum.js';
+import type { SlowReceiverSettings } from './jobs/slowReceiver.js';
+import { leftRecords, rightRecords } from './jobs/twoInputs.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'weir-workers-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -159,6 +161,70 @@ describe('a windowed job on workers', { timeout: 240_000 }, () => {
     const oneThread = lines(join(dir, 'windowed-one.txt'));
     expect(oneThread).toHaveLength(13 * 30);
     expect(lines(join(dir, 'windowed-two.txt'))).toEqual(oneThread);
+  });
+});
+
+describe('two-input jobs on workers', { timeout: 240_000 }, () => {
+  const twoInputs = new URL('./jobs/twoInputs.ts', import.meta.url);
+
+  /** The output of `twoInputs`' export `name` run on `workers` workers. */
+  async function twoInputsOn(name: 'connected' | 'joined', workers: number): Promise<string[]> {
+    const out = join(dir, `${name}-${workers}.txt`);
+    process.env.WEIR_TEST_JOB = JSON.stringify({ name: `${name}-${workers}`, out });
+    const result = await (await startJob(twoInputs, { workers, preload, export: name })).done;
+    expect(result.status).toBe('finished');
+    return lines(out);
+  }
+
+  it('connect + coProcess: the state and timers of a key span both inputs, the same on 2 workers as on 1', async () => {
+    const totals = new Map<string, { sum: number; count: number }>();
+    const of = (key: string) => totals.get(key) ?? totals.set(key, { sum: 0, count: 0 }).get(key)!;
+    for (const record of leftRecords()) of(record.key).sum += record.value;
+    for (const record of rightRecords()) of(record.key).count++;
+    const expectedTotals = [...totals].map(([key, { sum, count }]) => `${key}=${sum}/${count}`).sort();
+    const two = await twoInputsOn('connected', 2);
+    expect(two).toEqual(expectedTotals);
+    expect(await twoInputsOn('connected', 1)).toEqual(two);
+  });
+
+  it('windowed join: every pair of one key in one window, the same on 2 workers as on 1', async () => {
+    const pairs: string[] = [];
+    for (const l of leftRecords()) {
+      for (const r of rightRecords()) {
+        if (l.key === r.key && Math.floor(l.at / 1_000) === Math.floor(r.at / 1_000)) pairs.push(`${l.key}@${Math.floor(l.at / 1_000)}:${l.value}+${r.value}`);
+      }
+    }
+    const two = await twoInputsOn('joined', 2);
+    expect(two).toHaveLength(pairs.length);
+    expect(two).toEqual(pairs.sort());
+    expect(await twoInputsOn('joined', 1)).toEqual(two);
+  });
+});
+
+describe('credits between workers', { timeout: 240_000 }, () => {
+  it('pause a worker whose records another worker has not taken yet, so its port does not buffer its whole input', async () => {
+    // 150k records cross from worker 0 to worker 1, which spends µs on each: without credits worker 0 reads them
+    // all long before worker 1 consumed a third. With them, worker 0 stays within the records in flight that the
+    // exchange allows (65536), plus a source chunk, a batch and the reporting steps.
+    const job: SlowReceiverSettings = { name: 'slow-receiver', records: 150_000, progress: join(dir, 'progress.txt'), lead: join(dir, 'lead.txt') };
+    process.env.WEIR_TEST_JOB = JSON.stringify(job);
+    const result = await (await startJob(new URL('./jobs/slowReceiver.ts', import.meta.url), { workers: 2, preload })).done;
+    expect(result.status).toBe('finished');
+    const lead = Number(readFileSync(job.lead, 'utf8'));
+    expect(lead).toBeGreaterThan(0);
+    expect(lead).toBeLessThan(65_536 + 2 * 4096 + 1024 + 2 * 256);
+  });
+});
+
+describe('the Node flags of workers', { timeout: 240_000 }, () => {
+  it('are the ones startJob is given in execArgv, in place of those of the main thread', async () => {
+    const out = join(dir, 'exec-argv.json');
+    process.env.WEIR_TEST_JOB = JSON.stringify({ name: 'exec-argv', out });
+    const flags = ['--no-warnings', '--no-deprecation'];
+    await (await startJob(new URL('./jobs/execArgv.ts', import.meta.url), { workers: 1, preload, execArgv: flags })).done;
+    const seen = JSON.parse(readFileSync(out, 'utf8')) as { threadId: number; execArgv: string[] };
+    expect(seen.threadId).not.toBe(0);
+    expect(seen.execArgv).toEqual(flags);
   });
 });
 

@@ -1,5 +1,10 @@
-import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
-import { connect, type NatsConnection, type NodeConnectionOptions } from '@nats-io/transport-node';
+import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
+import type { NatsConnection, NodeConnectionOptions } from '@nats-io/transport-node';
+import { lazyPackage } from '../lazyPackage.js';
+
+/** The NATS client and its JetStream API, imported when a NATS connector first connects (see lazyPackage). */
+export const natsTransport = lazyPackage(() => import('@nats-io/transport-node'));
+export const natsJetStream = lazyPackage(() => import('@nats-io/jetstream'));
 
 /** How a NATS connector reaches its server: the client's own connection options (servers, user, pass, token, tls…). */
 export type NatsConnectOptions = NodeConnectionOptions;
@@ -21,6 +26,7 @@ export function lazyNatsConnection(options: NatsConnectOptions): LazyNatsConnect
     get() {
       if (opened) return opened;
       const attempt = (async () => {
+        const [{ connect }, { jetstream, jetstreamManager }] = await Promise.all([natsTransport.load(), natsJetStream.load()]);
         // Reconnecting for ever by default: the readers and writers decide when an outage has lasted too long.
         const connection = await connect({ name: 'weir', maxReconnectAttempts: -1, ...options });
         return { connection, js: jetstream(connection), jsm: await jetstreamManager(connection) };

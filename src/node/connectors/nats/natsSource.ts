@@ -1,9 +1,8 @@
 import type { JsMsg } from '@nats-io/jetstream';
-import { headers as natsHeaders } from '@nats-io/transport-node';
 import { CheckpointCorruptedError, ConnectorError, JobDefinitionError, MalformedRecordError } from '../../../core/errors.js';
 import type { Json, Source, SourceSplit } from '../../../core/types.js';
 import { fromSplits } from '../../../sources/fromSplits.js';
-import { lazyNatsConnection, type NatsConnectOptions } from './natsConnection.js';
+import { lazyNatsConnection, natsTransport, type NatsConnectOptions } from './natsConnection.js';
 import { natsSplitReader } from './natsSplitReader.js';
 
 export interface NatsSourceOptions<T> {
@@ -99,7 +98,7 @@ export function natsSource<T = unknown>(options: NatsSourceOptions<T>): Source<T
         expires,
         decode,
         deadLetter: deadLetter === undefined ? undefined : async (message, reason) => {
-          const sent = natsHeaders();
+          const sent = (await natsTransport.load()).headers();
           for (const [key, values] of message.headers ?? []) for (const value of values) sent.append(key, value);
           sent.set('Weir-Reason', reason);
           sent.set('Weir-Stream', stream);

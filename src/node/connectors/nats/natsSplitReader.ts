@@ -1,7 +1,8 @@
 import { setTimeout as delay } from 'node:timers/promises';
-import { DeliverPolicy, JetStreamApiCodes, JetStreamApiError, type Consumer, type JetStreamClient, type JsMsg } from '@nats-io/jetstream';
+import type { Consumer, JetStreamClient, JsMsg } from '@nats-io/jetstream';
 import { ConnectorError, MalformedRecordError } from '../../../core/errors.js';
 import type { SourceReader } from '../../../core/types.js';
+import { natsJetStream } from './natsConnection.js';
 
 /** What a split reader needs: where to read, from where, up to where, and how a message becomes a record. */
 export interface NatsSplitReading<T> {
@@ -47,6 +48,7 @@ export function natsSplitReader<T>(reading: NatsSplitReading<T>): SourceReader<T
   const patience = 60_000;
 
   const start = async (): Promise<Consumer> => {
+    const { DeliverPolicy } = await natsJetStream.load();
     const opened = await js.consumers.get(stream, { filter_subjects: subject, deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: last + 1 });
     // The info the server answered the creation with: it counts the messages left from the start sequence on.
     pending = (await opened.info(true)).num_pending;
@@ -118,7 +120,7 @@ export function natsSplitReader<T>(reading: NatsSplitReading<T>): SourceReader<T
         if (result.failed === undefined && result.records.length === 0 && !done) pending = (await consumer.info()).num_pending;
       } catch (error) {
         if (error instanceof MalformedRecordError || error instanceof ConnectorError) throw error;
-        if (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound) {
+        if (streamNotFound(error)) {
           throw new ConnectorError(`${reading.name}: stream '${stream}' does not exist (reading split '${subject}' from sequence ${last + 1}); create it, or restore without this checkpoint`, { cause: error });
         }
         result = { records: [], read: last, failed: error };
@@ -162,4 +164,10 @@ export function natsSplitReader<T>(reading: NatsSplitReading<T>): SourceReader<T
       { cause },
     );
   }
+}
+
+/** Whether JetStream answered that the stream does not exist (its API, loaded: an answer came from a connection). */
+function streamNotFound(error: unknown): boolean {
+  const api = natsJetStream.loaded;
+  return api !== undefined && error instanceof api.JetStreamApiError && error.code === api.JetStreamApiCodes.StreamNotFound;
 }

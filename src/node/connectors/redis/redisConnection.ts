@@ -1,9 +1,13 @@
-import { createClient, ErrorReply } from 'redis';
+import type * as Redis from 'redis';
+import { lazyPackage } from '../lazyPackage.js';
+
+/** node-redis, imported when a Redis connector first connects (see lazyPackage). */
+const redis = lazyPackage(() => import('redis'));
 
 /** A connected node-redis client, as this connector uses it. */
 export type RedisConnection = ReturnType<typeof newClient>;
 
-const newClient = (url: string, queueOffline: boolean) => createClient({ url, disableOfflineQueue: !queueOffline });
+const newClient = ({ createClient }: typeof Redis, url: string, queueOffline: boolean) => createClient({ url, disableOfflineQueue: !queueOffline });
 
 /**
  * A client connected to `url`. node-redis reconnects by itself after the server went away; its `error` event fires
@@ -14,7 +18,7 @@ const newClient = (url: string, queueOffline: boolean) => createClient({ url, di
  * @example const client = await connectRedis('redis://127.0.0.1:6379', { queueOffline: true })
  */
 export async function connectRedis(url: string, { queueOffline }: { queueOffline: boolean }): Promise<RedisConnection> {
-  const client = newClient(url, queueOffline);
+  const client = newClient(await redis.load(), url, queueOffline);
   client.on('error', () => undefined);
   await client.connect();
   return client;
@@ -25,7 +29,14 @@ export async function connectRedis(url: string, { queueOffline }: { queueOffline
  * a server that answered with an error (`WRONGTYPE`, a script error): only the first may succeed when retried.
  */
 export function serverAway(error: unknown): boolean {
-  return !(error instanceof ErrorReply);
+  const reply = redis.loaded?.ErrorReply;
+  return !(reply !== undefined && error instanceof reply);
+}
+
+/** Whether `EXEC` failed because a `WATCH`ed key changed (node-redis's `WatchError`): the transaction may be tried again. */
+export function watchedKeyChanged(error: unknown): boolean {
+  const watch = redis.loaded?.WatchError;
+  return watch !== undefined && error instanceof watch;
 }
 
 /** Closes a client whatever state it is in; a client that never connected or is already closed is left alone. */

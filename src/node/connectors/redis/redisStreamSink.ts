@@ -1,7 +1,6 @@
-import { WatchError } from 'redis';
 import { CheckpointCorruptedError, JobDefinitionError } from '../../../core/errors.js';
 import type { Json, Sink, SinkWriter } from '../../../core/types.js';
-import { closeRedis, connectRedis, serverAway, type RedisConnection } from './redisConnection.js';
+import { closeRedis, connectRedis, serverAway, watchedKeyChanged, type RedisConnection } from './redisConnection.js';
 
 export interface RedisStreamSinkOptions<T> {
   /** `redis://[user:password@]host:port[/db]`; never shown in names or messages. */
@@ -195,7 +194,7 @@ async function appendOnce(client: RedisConnection, marker: Marker, txn: Transact
       await multi.exec();
       return;
     } catch (error) {
-      if (!(error instanceof WatchError)) throw error;
+      if (!watchedKeyChanged(error)) throw error;
     }
   }
 }
