@@ -15,17 +15,22 @@ export type Tagged<A, B> = { side: 0; value: A } | { side: 1; value: B };
 
 /**
  * One key's records in one window: those since the last snapshot in memory, by side (firing then pairs them without
- * sorting them out), the older ones in the window state.
+ * sorting them out), the older ones in the window state. A side without records has no list: most keys of a window
+ * have records on one side only (a person who opened no auction), and these lists live until the window fires, so
+ * each one allocated empty (and grown to 17 slots by its first push) was most of what a join kept and its
+ * scavenges copied.
  */
 interface WindowOfKey {
   readonly key: Key;
-  lefts: Tagged<unknown, unknown>[];
-  rights: Tagged<unknown, unknown>[];
+  lefts: Tagged<unknown, unknown>[] | null;
+  rights: Tagged<unknown, unknown>[] | null;
   /** The window state holds records of this key and window too (written by a snapshot, or restored). */
   inState: boolean;
 }
 
 const VOID = '';
+/** A side without records (never written to). */
+const NONE: readonly Tagged<unknown, unknown>[] = [];
 
 /** Whether a window join can run as `windowJoinOperator`: windows that only fire at their end, dropped then. */
 export function joinsAtWindowEnd({ assigner, defaultTrigger, allowedLateness }: WindowSpec): boolean {
@@ -97,7 +102,7 @@ export function windowJoinOperator<A, B, R>(
         const window = windowOfId(namespace);
         if (time !== window.maxTimestamp) return;
         const keys = keysEndingAt(window.end);
-        if (!keys.has(key)) keys.set(key, { key, lefts: [], rights: [], inState: true });
+        if (!keys.has(key)) keys.set(key, { key, lefts: null, rights: null, inState: true });
         restored.push([time, namespace, key]);
       });
       for (const [time, namespace, key] of restored) timers.deleteEventTimeTimer(key, namespace, time);
@@ -110,7 +115,8 @@ export function windowJoinOperator<A, B, R>(
 
       /** Emits the pairs of one key's window, each stamped with the window's last instant, left by left. */
       function fire(window: Window, of: WindowOfKey): void {
-        let { lefts, rights } = of;
+        let lefts = of.lefts ?? NONE;
+        let rights = of.rights ?? NONE;
         if (of.inState) {
           backend.setCurrentKey(of.key);
           backend.setCurrentNamespace(window.id);
@@ -145,13 +151,13 @@ export function windowJoinOperator<A, B, R>(
         for (const [end, keys] of open) {
           const id = windows.at(end - size).id;
           for (const of of keys.values()) {
-            if (of.lefts.length === 0 && of.rights.length === 0) continue;
+            if (of.lefts === null && of.rights === null) continue;
             backend.setCurrentKey(of.key);
             backend.setCurrentNamespace(id);
             // By side rather than in arrival order: a firing pairs each side's records in their own order only.
-            contents.addAll(of.lefts.concat(of.rights));
-            of.lefts = [];
-            of.rights = [];
+            contents.addAll((of.lefts ?? NONE).concat(of.rights ?? NONE));
+            of.lefts = null;
+            of.rights = null;
             of.inState = true;
           }
         }
@@ -179,9 +185,14 @@ export function windowJoinOperator<A, B, R>(
             // A window that fired already takes no more records; the later ones still do.
             if (end - 1 <= watermark) continue;
             const keys = end === lastEnd ? (recentKeys ??= keysEndingAt(end)) : keysEndingAt(end);
-            let of = keys.get(key);
-            if (of === undefined) keys.set(key, (of = { key, lefts: [], rights: [], inState: false }));
-            if (value.side === 0) of.lefts.push(value);
+            const of = keys.get(key);
+            if (of === undefined) {
+              // Lists made with their first record: exactly one slot, where a push onto an empty list allocates 17.
+              keys.set(key, value.side === 0 ? { key, lefts: [value], rights: null, inState: false } : { key, lefts: null, rights: [value], inState: false });
+            } else if (value.side === 0) {
+              if (of.lefts === null) of.lefts = [value];
+              else of.lefts.push(value);
+            } else if (of.rights === null) of.rights = [value];
             else of.rights.push(value);
           }
         },
