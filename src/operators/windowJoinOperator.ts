@@ -15,17 +15,36 @@ export type Tagged<A, B> = { side: 0; value: A } | { side: 1; value: B };
 
 /**
  * One key's records in one window: those since the last snapshot in memory, by side (firing then pairs them without
- * sorting them out), the older ones in the window state.
+ * sorting them out), the older ones in the window state. The lists hold the records themselves, not the tagged
+ * elements that carried them here: those die young, where kept they would be copied by every scavenge until the
+ * window fires (a snapshot tags them again). A side without records has no list: most keys of a window
+ * have records on one side only (a person who opened no auction), and these lists live until the window fires, so
+ * each one allocated empty (and grown to 17 slots by its first push) was most of what a join kept and its
+ * scavenges copied.
  */
 interface WindowOfKey {
   readonly key: Key;
-  lefts: Tagged<unknown, unknown>[];
-  rights: Tagged<unknown, unknown>[];
+  lefts: unknown[] | null;
+  rights: unknown[] | null;
   /** The window state holds records of this key and window too (written by a snapshot, or restored). */
   inState: boolean;
 }
 
 const VOID = '';
+/** A side without records (never written to). */
+const NONE: readonly unknown[] = [];
+
+/** The records of one side among a window's saved elements. */
+function valuesOf(saved: readonly Tagged<unknown, unknown>[], side: 0 | 1): unknown[] {
+  const values: unknown[] = [];
+  for (const element of saved) if (element.side === side) values.push(element.value);
+  return values;
+}
+
+/** One side's records tagged again, as the window state holds them. */
+function tagged(values: readonly unknown[] | null, side: 0 | 1): Tagged<unknown, unknown>[] {
+  return values === null ? [] : values.map((value) => ({ side, value }));
+}
 
 /** Whether a window join can run as `windowJoinOperator`: windows that only fire at their end, dropped then. */
 export function joinsAtWindowEnd({ assigner, defaultTrigger, allowedLateness }: WindowSpec): boolean {
@@ -97,7 +116,7 @@ export function windowJoinOperator<A, B, R>(
         const window = windowOfId(namespace);
         if (time !== window.maxTimestamp) return;
         const keys = keysEndingAt(window.end);
-        if (!keys.has(key)) keys.set(key, { key, lefts: [], rights: [], inState: true });
+        if (!keys.has(key)) keys.set(key, { key, lefts: null, rights: null, inState: true });
         restored.push([time, namespace, key]);
       });
       for (const [time, namespace, key] of restored) timers.deleteEventTimeTimer(key, namespace, time);
@@ -110,22 +129,23 @@ export function windowJoinOperator<A, B, R>(
 
       /** Emits the pairs of one key's window, each stamped with the window's last instant, left by left. */
       function fire(window: Window, of: WindowOfKey): void {
-        let { lefts, rights } = of;
+        let lefts = of.lefts ?? NONE;
+        let rights = of.rights ?? NONE;
         if (of.inState) {
           backend.setCurrentKey(of.key);
           backend.setCurrentNamespace(window.id);
           const saved = contents.get();
           contents.clear();
           backend.setCurrentNamespace(VOID);
-          lefts = saved.filter((element) => element.side === 0 as number).concat(lefts);
-          rights = saved.filter((element) => element.side === 1 as number).concat(rights);
+          lefts = valuesOf(saved, 0).concat(lefts);
+          rights = valuesOf(saved, 1).concat(rights);
         }
         if (lefts.length === 0 || rights.length === 0) return;
         const previous = record.current;
         record.current = window.maxTimestamp;
         for (let i = 0; i < lefts.length; i++) {
-          const left = lefts[i]!.value as A;
-          for (let j = 0; j < rights.length; j++) emit(apply(left, rights[j]!.value as B));
+          const left = lefts[i] as A;
+          for (let j = 0; j < rights.length; j++) emit(apply(left, rights[j] as B));
         }
         record.current = previous;
       }
@@ -145,13 +165,13 @@ export function windowJoinOperator<A, B, R>(
         for (const [end, keys] of open) {
           const id = windows.at(end - size).id;
           for (const of of keys.values()) {
-            if (of.lefts.length === 0 && of.rights.length === 0) continue;
+            if (of.lefts === null && of.rights === null) continue;
             backend.setCurrentKey(of.key);
             backend.setCurrentNamespace(id);
             // By side rather than in arrival order: a firing pairs each side's records in their own order only.
-            contents.addAll(of.lefts.concat(of.rights));
-            of.lefts = [];
-            of.rights = [];
+            contents.addAll(tagged(of.lefts, 0).concat(tagged(of.rights, 1)));
+            of.lefts = null;
+            of.rights = null;
             of.inState = true;
           }
         }
@@ -175,14 +195,20 @@ export function windowJoinOperator<A, B, R>(
             emit(new SideOutputElement(LATE_DATA, value, timestamp) as never);
             return;
           }
+          const { side, value: carried } = value;
           for (let end = firstEnd; end <= lastEnd; end += slide) {
             // A window that fired already takes no more records; the later ones still do.
             if (end - 1 <= watermark) continue;
             const keys = end === lastEnd ? (recentKeys ??= keysEndingAt(end)) : keysEndingAt(end);
-            let of = keys.get(key);
-            if (of === undefined) keys.set(key, (of = { key, lefts: [], rights: [], inState: false }));
-            if (value.side === 0) of.lefts.push(value);
-            else of.rights.push(value);
+            const of = keys.get(key);
+            if (of === undefined) {
+              // Lists made with their first record: exactly one slot, where a push onto an empty list allocates 17.
+              keys.set(key, side === 0 ? { key, lefts: [carried], rights: null, inState: false } : { key, lefts: null, rights: [carried], inState: false });
+            } else if (side === 0) {
+              if (of.lefts === null) of.lefts = [carried];
+              else of.lefts.push(carried);
+            } else if (of.rights === null) of.rights = [carried];
+            else of.rights.push(carried);
           }
         },
         ...timerHandlers(timers),
