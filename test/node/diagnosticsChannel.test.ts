@@ -2,9 +2,10 @@
 // and a savepoint each appear there, named after their job.
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createJob, fromArray, map, collect, memoryCheckpointStorage, type CheckpointStorage, type JobEvent } from 'weir';
+import { createJob, fromArray, map, collect, memoryCheckpointStorage, type JobEvent } from 'weir';
 import { WEIR_CHANNELS } from 'weir/node';
 import { pausableSource, readings, skippingScheduler, sumsJob, type Reading } from '../checkpoint/fixtures';
+import { failingWritesOf } from '../support/faultyStorage';
 
 let subscriptions: [string, (message: unknown) => void][] = [];
 afterEach(() => {
@@ -25,16 +26,6 @@ function listen(job: string): JobEvent[] {
   return events;
 }
 
-/** A storage whose writes of paths matching `failing` throw a disk error. */
-function failingFor(storage: CheckpointStorage, failing: RegExp): CheckpointStorage {
-  return {
-    ...storage,
-    async write(path, data) {
-      if (failing.test(path)) throw new Error(`ENOSPC: no space left on device, write '${path}'`);
-      return storage.write(path, data);
-    },
-  };
-}
 
 describe('diagnostics_channel', () => {
   it('names its channels weir:<event>', () => {
@@ -74,7 +65,7 @@ describe('diagnostics_channel', () => {
   it('publishes a failed checkpoint with its reason, and the completed ones', async () => {
     const events = listen('sums');
     const paused = pausableSource(readings, [50]);
-    const storage = failingFor(memoryCheckpointStorage(), /chk-1\/sum\./);
+    const storage = failingWritesOf(memoryCheckpointStorage(), /chk-1\/sum\./);
     const { job } = sumsJob({ checkpoints: { storage, tolerableFailures: 1 } }, paused.source);
     const running = job.start();
     await paused.reached(50);

@@ -6,9 +6,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { map, memoryCheckpointStorage, type CheckpointStorage, type JobView } from 'weir';
+import { map, memoryCheckpointStorage, type JobView } from 'weir';
 import { serveQueryableState, type QueryableStateServer } from 'weir/node';
 import { pausableSource, readings, sumsJob, type Reading } from '../checkpoint/fixtures';
+import { failingWritesOf } from '../support/faultyStorage';
 
 let server: QueryableStateServer | undefined;
 afterEach(async () => {
@@ -16,16 +17,6 @@ afterEach(async () => {
   server = undefined;
 });
 
-/** A storage whose writes of paths matching `failing` throw a disk error. */
-function failingFor(storage: CheckpointStorage, failing: RegExp): CheckpointStorage {
-  return {
-    ...storage,
-    async write(path, data) {
-      if (failing.test(path)) throw new Error(`ENOSPC: no space left on device, write '${path}'`);
-      return storage.write(path, data);
-    },
-  };
-}
 
 async function getView(url: string, token: string): Promise<JobView> {
   const response = await fetch(`${url}/v1/job`, { headers: { authorization: `Bearer ${token}` } });
@@ -37,7 +28,7 @@ async function getView(url: string, token: string): Promise<JobView> {
 describe('live job view (GET /v1/job)', () => {
   it('shows the graph with rates, a failed checkpoint, a savepoint and a restart with reasons and times', async () => {
     const paused = pausableSource(readings, [30, 90]);
-    const storage = failingFor(memoryCheckpointStorage(), /chk-1\/sum\./);
+    const storage = failingWritesOf(memoryCheckpointStorage(), /chk-1\/sum\./);
     let thrown = 0;
     const flaky = map((r: Reading) => {
       if (r.n === 70 && thrown++ === 0) throw new Error('flaky reading 70');

@@ -124,3 +124,14 @@ export function faultyStorage(inner: CheckpointStorage): FaultyStorage {
     },
   };
 }
+
+/** A storage whose every write of a path matching `failing` throws a disk-full error (ENOSPC), for good. */
+export function failingWritesOf(storage: CheckpointStorage, failing: RegExp): CheckpointStorage {
+  return {
+    ...storage,
+    async write(path, data) {
+      if (failing.test(path)) throw new Error(`ENOSPC: no space left on device, write '${path}'`);
+      return storage.write(path, data);
+    },
+  };
+}
