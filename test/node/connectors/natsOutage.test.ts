@@ -1,13 +1,9 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createJob, memoryCheckpointStorage } from 'weir';
 import { natsSource, toNats } from 'weir/node';
-import { freePort, NATS_SERVER_BINARY } from '../../support/privateNatsServer';
+import { NATS_SERVER_BINARY, privateNatsServer, type PrivateNatsServer } from '../../support/privateNatsServer';
 
 // A NATS server that goes away and comes back: a server of this test's own (the machine's nats-server binary on a free
 // port, its store in a temporary directory), so that killing it disturbs no other test. A job reading one stream and
@@ -18,34 +14,20 @@ const present = NATS_SERVER_BINARY !== undefined;
 if (!present) console.warn('\n!!!! NATS OUTAGE TEST SKIPPED: /usr/sbin/nats-server is not installed\n');
 
 describe.skipIf(!present)('NATS server outage', () => {
-  let dir = '';
-  let port = 0;
-  let server: ChildProcess | undefined;
+  let server: PrivateNatsServer | undefined;
   let admin: NatsConnection | undefined;
-  const start = () => {
-    server = spawn(NATS_SERVER_BINARY!, ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', dir], { stdio: 'ignore' });
-  };
-  const kill = () =>
-    new Promise<void>((resolve) => {
-      const killed = server!;
-      killed.once('exit', () => resolve());
-      killed.kill('SIGKILL');
-    });
 
   beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'weir-nats-outage-'));
-    port = await freePort();
-    start();
-    admin = await connect({ servers: `127.0.0.1:${port}`, waitOnFirstConnect: true, maxReconnectAttempts: -1, reconnectTimeWait: 100 });
+    server = await privateNatsServer('nats-outage');
+    admin = await connect({ servers: server.servers, waitOnFirstConnect: true, maxReconnectAttempts: -1, reconnectTimeWait: 100 });
   }, 60_000);
   afterAll(async () => {
     await admin?.close();
-    if (server && server.exitCode === null && server.signalCode === null) await kill();
-    await rm(dir, { recursive: true, force: true });
+    await server?.remove();
   });
 
   it('keeps the job running while the server is away, then goes on with every record published once', { timeout: 240_000 }, async () => {
-    const servers = `127.0.0.1:${port}`;
+    const { servers } = server!;
     const jsm = await jetstreamManager(admin!);
     const js = jetstream(admin!);
     await jsm.streams.add({ name: 'IN', subjects: ['IN.>'] });
@@ -73,11 +55,11 @@ describe.skipIf(!present)('NATS server outage', () => {
     };
     await checkpointUntil(async () => (await published()) === 100);
 
-    await kill();
+    await server!.kill();
     // A checkpoint while the server is away: it may fail, the job does not.
     await running.checkpoint().catch(() => undefined);
     expect(failed).toBeUndefined();
-    start();
+    server!.start();
     // Published once the connection is back: the client retries until the server takes it.
     await checkpointUntil(async () => (await published()) >= 0);
     await publish(100, 150);

@@ -1,7 +1,3 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -9,7 +5,7 @@ import { collect, createJob, fromArray, JobDefinitionError, keyGroupOf, keyGroup
 import { keyGroupPartitions, natsSource, toNats } from 'weir/node';
 import { serverUp } from '../../support/servers';
 import { NATS, natsStreams, type NatsStreams } from '../connectors/natsStreams';
-import { freePort, NATS_SERVER_BINARY } from '../../support/privateNatsServer';
+import { NATS_SERVER_BINARY, privateNatsServer, type PrivateNatsServer } from '../../support/privateNatsServer';
 
 const up = await serverUp('nats');
 
@@ -99,23 +95,16 @@ function fnv1a32(text: string): number {
 }
 
 describe.skipIf(!NATS_SERVER_BINARY)("the server's partition(n) mapping, for foreign producers", () => {
-  let dir = '';
-  let server: ChildProcess | undefined;
-  afterAll(async () => {
-    if (server && server.exitCode === null && server.signalCode === null) server.kill('SIGKILL');
-    await rm(dir, { recursive: true, force: true });
-  });
+  let server: PrivateNatsServer | undefined;
+  afterAll(() => server?.remove());
 
   it('places a key by FNV-1a, not by weir’s key-group hash: foreign producers must publish to weir’s key group themselves', { timeout: 60_000 }, async () => {
-    dir = await mkdtemp(join(tmpdir(), 'weir-nats-mapping-'));
-    const port = await freePort();
     // A mapping is server configuration, so this test runs a server of its own with one.
-    await writeFile(
-      join(dir, 'server.conf'),
-      `listen: "127.0.0.1:${port}"\njetstream { store_dir: "${join(dir, 'store')}" }\nmappings = { "foreign.orders.*": "shop.orders.{{partition(16,1)}}" }\n`,
+    server = await privateNatsServer(
+      'nats-mapping',
+      (port, store) => `listen: "127.0.0.1:${port}"\njetstream { store_dir: "${store}" }\nmappings = { "foreign.orders.*": "shop.orders.{{partition(16,1)}}" }\n`,
     );
-    server = spawn(NATS_SERVER_BINARY!, ['-c', join(dir, 'server.conf')], { stdio: 'ignore' });
-    const nc = await connect({ servers: `127.0.0.1:${port}`, waitOnFirstConnect: true, reconnectTimeWait: 100 });
+    const nc = await connect({ servers: server.servers, waitOnFirstConnect: true, reconnectTimeWait: 100 });
     try {
       const jsm = await jetstreamManager(nc);
       await jsm.streams.add({ name: 'SHOP', subjects: ['shop.orders.*'] });

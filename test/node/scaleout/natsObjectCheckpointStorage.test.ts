@@ -1,8 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { Objm } from '@nats-io/obj';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
@@ -11,7 +7,7 @@ import { CheckpointCorruptedError, CheckpointNotFoundError, ConnectorError, JobD
 import { natsObjectCheckpointStorage } from 'weir/node';
 import { describeCheckpointStorage } from '../../storage/checkpointStorage.conformance';
 import { NATS } from '../connectors/natsStreams';
-import { freePort, NATS_SERVER_BINARY } from '../../support/privateNatsServer';
+import { NATS_SERVER_BINARY, privateNatsServer, type PrivateNatsServer } from '../../support/privateNatsServer';
 
 const freshBucket = () => `weir-test-chk-${randomBytes(4).toString('hex')}`;
 
@@ -109,32 +105,21 @@ describe('natsObjectCheckpointStorage', () => {
 });
 
 describe.skipIf(!NATS_SERVER_BINARY)('natsObjectCheckpointStorage without its server', () => {
-  let dir = '';
-  let server: ChildProcess | undefined;
-
-  afterAll(async () => {
-    if (server && server.exitCode === null && server.signalCode === null) server.kill('SIGKILL');
-    await rm(dir, { recursive: true, force: true });
-  });
+  let server: PrivateNatsServer | undefined;
+  afterAll(() => server?.remove());
 
   it('fails each operation with ConnectorError naming the bucket and path once the server is gone, and works again once it is back', { timeout: 120_000 }, async () => {
-    dir = await mkdtemp(join(tmpdir(), 'weir-nats-obj-'));
-    const port = await freePort();
-    const start = () => (server = spawn(NATS_SERVER_BINARY!, ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', dir], { stdio: 'ignore' }));
-    start();
-    const servers = `127.0.0.1:${port}`;
+    server = await privateNatsServer('nats-obj');
+    const { servers } = server;
     const storage = natsObjectCheckpointStorage({ servers, bucket: 'outage', timeout: 1000, connection: { waitOnFirstConnect: true, reconnectTimeWait: 100 } });
     try {
       await storage.write('job/chk-1/_metadata', new Uint8Array([1, 2, 3]));
-      await new Promise<void>((resolve) => {
-        server!.once('exit', () => resolve());
-        server!.kill('SIGKILL');
-      });
+      await server.kill();
       await expect(storage.read('job/chk-1/_metadata')).rejects.toThrow(ConnectorError);
       await expect(storage.write('job/chk-2/_metadata', new Uint8Array([4]))).rejects.toThrow(/outage.*job\/chk-2\/_metadata.*reachable/);
       await expect(storage.list('job')).rejects.toThrow(ConnectorError);
 
-      start();
+      server.start();
       // Back: the file written before the outage is intact (the server's store is on disk). The client reconnects
       // in its own time, so the read is retried until it answers rather than after a guessed delay.
       let read: Uint8Array | undefined;

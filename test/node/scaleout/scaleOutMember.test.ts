@@ -1,8 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -11,7 +8,7 @@ import { assignedKeyGroups, joinScaleOut, rendezvousOwner } from 'weir/node';
 import { bundleFixture, ROOT, type BundledFixture } from '../../support/childJob';
 import { serverUp } from '../../support/servers';
 import { NATS } from '../connectors/natsStreams';
-import { freePort, NATS_SERVER_BINARY } from '../../support/privateNatsServer';
+import { NATS_SERVER_BINARY, privateNatsServer, type PrivateNatsServer } from '../../support/privateNatsServer';
 
 const up = await serverUp('nats');
 
@@ -209,20 +206,14 @@ describe('joinScaleOut', () => {
 });
 
 describe.skipIf(!NATS_SERVER_BINARY)('a scale-out member without its server', () => {
-  let dir = '';
-  let server: ChildProcess | undefined;
-  afterAll(async () => {
-    if (server && server.exitCode === null && server.signalCode === null) server.kill('SIGKILL');
-    await rm(dir, { recursive: true, force: true });
-  });
+  let server: PrivateNatsServer | undefined;
+  afterAll(() => server?.remove());
 
   it('stops itself with OwnershipLostError once it could not renew its leases for a whole lease', { timeout: 120_000 }, async () => {
-    dir = await mkdtemp(join(tmpdir(), 'weir-scaleout-outage-'));
-    const port = await freePort();
-    server = spawn(NATS_SERVER_BINARY!, ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', dir], { stdio: 'ignore' });
+    server = await privateNatsServer('scaleout-outage');
     const changes: number[][] = [];
     const member = await joinScaleOut({
-      servers: `127.0.0.1:${port}`,
+      servers: server.servers,
       connection: { waitOnFirstConnect: true, reconnectTimeWait: 100 },
       group: 'outage',
       member: 'm-a',
@@ -231,10 +222,7 @@ describe.skipIf(!NATS_SERVER_BINARY)('a scale-out member without its server', ()
       onChange: (owned) => changes.push([...owned]),
     });
     expect(member.owned()).toEqual([0, 1, 2, 3]);
-    await new Promise<void>((resolve) => {
-      server!.once('exit', () => resolve());
-      server!.kill('SIGKILL');
-    });
+    await server.kill();
     await expect(member.done).rejects.toThrow(OwnershipLostError);
     await expect(member.done).rejects.toThrow(/could not renew its leases for 2000 ms/);
     expect(member.owned()).toEqual([]);
