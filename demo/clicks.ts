@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { createJob, fold, keyBy, map, type CheckpointStats, type RunningJob } from 'weir';
-import { fromFile, fsCheckpointStorage, toFile } from 'weir/node';
+import { fromFile, fsCheckpointStorage, progressBar, toFile } from 'weir/node';
 
 interface Click {
   /** 1, 2, 3 … in file order. */
@@ -99,14 +99,20 @@ async function main(): Promise<void> {
   let crashed = false;
   let resumed = false;
   let running: RunningJob | undefined;
+  // A bar of the clicks enriched so far, on a terminal only (nothing when the output is piped, as in CI); it goes
+  // back with the source after the restart, as the replayed clicks are processed again.
+  const progress = progressBar('clicks');
   const enrich = (click: Click): Click => {
+    if (click.id % 1000 === 0) progress({ done: click.id, total: EVENTS, file: 'clicks.jsonl' });
     if (!crashed && click.id === CRASH_AT) {
       crashed = true;
+      progress.stop();
       console.log(`💥 Click #${CRASH_AT.toLocaleString('en')}: the enrichment step throws; the job restarts from its last checkpoint`);
       throw new Error(`simulated failure at click ${CRASH_AT}`);
     }
     if (crashed && !resumed) {
       resumed = true;
+      progress.stop();
       const replayed = CRASH_AT - click.id;
       const from = running?.restoredFrom;
       console.log(
@@ -133,6 +139,7 @@ async function main(): Promise<void> {
   // restore the final checkpoint (running.restoredFrom says which).
   running = job.start({ restore: 'latest' });
   const result = await running.done;
+  progress.stop();
   const elapsed = performance.now() - started;
 
   // The committed output holds every user's running totals in order, so a user's last line is their total.
