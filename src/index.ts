@@ -47,6 +47,7 @@ export { createSavepoint, deriveSavepoint, SavepointWriter, type CreateSavepoint
 export type { ProgressListener } from './core/progress.js';
 
 export { assignTimestamps, type WatermarkOptions } from './time/assignTimestamps.js';
+export type { SourceWatermarkOptions } from './time/sourceWatermarks.js';
 export type { TimeDomain } from './time/timerService.js';
 export { window, type WindowOptions } from './windows/window.js';
 export { WindowedFlow } from './windows/windowedFlow.js';

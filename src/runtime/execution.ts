@@ -15,6 +15,8 @@ import { SourceRunner } from '../task/sourceRunner.js';
 import { assignSplits } from '../task/splitEnumerator.js';
 import { splitReaderFor } from '../task/splitReader.js';
 import { mergeSubtasks } from '../task/subtaskMerge.js';
+import type { SplitTracking } from '../task/splitTracking.js';
+import { SplitWatermarks, type SourceWatermarkOptions } from '../time/sourceWatermarks.js';
 import { AttemptBackpressure } from '../task/backpressure.js';
 import type { OperatorSpec } from '../operators/operatorSpec.js';
 import { OperatorChain } from '../operators/operatorChain.js';
@@ -256,22 +258,37 @@ export class Execution implements Attempt {
     return this.subtaskOutput(node, idle, { read: () => null, offset: () => null });
   }
 
-  /** The flow of one source subtask, driven by its own runner, which saves the reader's offset at each barrier. */
+  /**
+   * The flow of one source subtask, driven by its own runner, which saves the reader's offset at each barrier. With
+   * the source's watermark strategy, its records get their timestamps and its splits' watermarks between the
+   * runner and the operators, and each split's event time is saved beside the offsets.
+   */
   private subtaskOutput(node: GraphNode, task: TaskContext, reader: SourceReader<unknown>): Observable<StreamElement<unknown>> {
     this.sourceCount++;
     this.idleReaders.add(reader);
     return new DirectObservable<StreamElement<unknown>>((subscriber) => {
       this.idleReaders.delete(reader);
-      const runner = new SourceRunner(reader, subscriber, {
+      const watermarks = node.watermarks === undefined || !task.runsHere ? undefined : new SplitWatermarks({
+        uid: node.uid,
+        strategy: node.watermarks as SourceWatermarkOptions<unknown>,
+        reader: reader as Partial<SplitTracking>,
+        record: this.record,
+        scheduler: this.options.scheduler,
+        restored: task.restoredOperatorStates,
+      });
+      const runner = new SourceRunner(reader, watermarks?.into(subscriber) ?? subscriber, {
         chunkSize: this.options.chunkSize,
         backpressure: this.backpressure,
-        snapshot: (barrier, position, forward) => task.snapshot(barrier, () => ({ operator: { offset: position } }), forward),
+        snapshot: (barrier, position, forward) => task.snapshot(barrier, (): { operator: Json } => ({ operator: watermarks === undefined ? { offset: position } : { offset: position, eventTime: watermarks.snapshot() } }), forward),
         finished: () => this.onSourceFinished(),
         counters: task.counters,
       });
       this.runners.push(runner);
       this.runnerSources.set(runner, { uid: node.uid, operator: node.source!.name });
-      return () => runner.stop();
+      return () => {
+        watermarks?.stop();
+        runner.stop();
+      };
     });
   }
 

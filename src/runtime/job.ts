@@ -5,7 +5,7 @@ import { asyncScheduler } from 'rxjs';
 import { checkOptions } from '../core/checkOptions.js';
 import { JobDefinitionError } from '../core/errors.js';
 import { Flow } from '../core/flow.js';
-import type { CheckpointMode } from '../core/graph.js';
+import type { CheckpointMode, GraphNode } from '../core/graph.js';
 import { JobGraph } from '../core/jobGraph.js';
 import { DEFAULT_MAX_PARALLELISM } from '../core/keyGroups.js';
 import { restartStrategy, type RestartStrategy, type RestartStrategyOptions } from './restartStrategy.js';
@@ -17,6 +17,8 @@ import { Execution, type ExecutionOptions } from './execution.js';
 import type { LoadedCheckpoint } from '../checkpoint/loadCheckpoint.js';
 import type { CheckpointStorage, Scheduler, Source, StateBackend } from '../core/types.js';
 import { DEFAULT_CHUNK_SIZE } from '../core/yieldToEventLoop.js';
+import { checkWatermarkOptions } from '../time/watermarkGenerator.js';
+import type { SourceWatermarkOptions } from '../time/sourceWatermarks.js';
 
 /** The names `JobOptions`, `CheckpointOptions` and `StartOptions` take (checked in plain JS too). */
 const JOB_OPTIONS = ['name', 'stateBackend', 'checkpoints', 'restart', 'maxParallelism', 'parallelism', 'scheduler', 'chunkSize', 'onWarning', 'logger'];
@@ -189,10 +191,21 @@ export class Job {
    * Adds a source and returns its flow. Give it a uid: its offset is saved under it. A source with splits
    * (`fromArray(records, { splits: 4 })`, `fromFile([a, b])`) is read by `parallelism` subtasks, by default the
    * job's; any other source by one.
+   * With `watermarks` (Flink's FLIP-27 `WatermarkStrategy` on the source), each subtask gives records their event
+   * timestamp and generates watermarks per split, `assignTimestamps`' bounded-out-of-orderness strategy for each
+   * split, the subtask's watermark the minimum over its splits not idle (`idleTimeout`) nor ended.
    * @example const clicks = job.source(fromFile('clicks.jsonl', { parse: JSON.parse }), { uid: 'clicks' });
+   * @example const orders = job.source(natsSource({ … }), { uid: 'orders', watermarks: { timestamp: (o) => o.ts, outOfOrderness: 1_000, idleTimeout: 5_000 } });
    */
-  source<T>(source: Source<T>, options: { uid?: string; parallelism?: number } = {}): Flow<T> {
-    checkOptions(`job '${this.name}': source`, options, ['uid', 'parallelism']);
+  source<T>(source: Source<T>, options: { uid?: string; parallelism?: number; watermarks?: SourceWatermarkOptions<T> } = {}): Flow<T> {
+    checkOptions(`job '${this.name}': source`, options, ['uid', 'parallelism', 'watermarks']);
+    if (options.watermarks !== undefined) {
+      if (typeof options.watermarks?.timestamp !== 'function') {
+        throw new JobDefinitionError(`job '${this.name}': source ${source.name}: watermarks needs timestamp, a function from a record to its event time in ms`);
+      }
+      checkOptions(`job '${this.name}': source ${source.name}: watermarks`, options.watermarks, ['timestamp', 'outOfOrderness', 'idleTimeout', 'interval']);
+      checkWatermarkOptions(`job '${this.name}': source ${source.name}: watermarks`, options.watermarks);
+    }
     const parallelism = options.parallelism ?? (source.splits ? this.graph.defaultParallelism : 1);
     const max = this.options.maxParallelism ?? DEFAULT_MAX_PARALLELISM;
     if (!(Number.isInteger(parallelism) && parallelism >= 1 && parallelism <= max)) {
@@ -204,8 +217,9 @@ export class Job {
           'or give it splits (fromArray(records, { splits }), fromIterable(items, { splits }), fromFile([...files]) or fromFile(path, { splits }))',
       );
     }
-    const node = this.graph.add({ kind: 'source', uid: options.uid, role: 'source', stateful: true, inputs: [], source, parallelism });
-    return new Flow<T>(this.graph, node);
+    const watermarks = options.watermarks as GraphNode['watermarks'];
+    const node = this.graph.add({ kind: 'source', uid: options.uid, role: 'source', stateful: true, inputs: [], source, parallelism, watermarks });
+    return new Flow<T>(this.graph, node, watermarks !== undefined);
   }
 
   /** Starts the job (once). `running.done` settles when it ends. */

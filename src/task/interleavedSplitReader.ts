@@ -1,5 +1,6 @@
 import type { Json, SourceReader, SourceSplits } from '../core/types.js';
 import type { AssignedSplit, SavedSplits } from './splitEnumerator.js';
+import type { SplitTracking } from './splitTracking.js';
 
 interface LiveSplit<T> {
   readonly assigned: AssignedSplit;
@@ -22,7 +23,9 @@ type Outcome<T> = { split: LiveSplit<T>; records: T[] | null; offset: Json } | {
  * waits) does not stop the others. A split's records stay in its order, and its saved offset is the one its reader
  * had right after the last records handed out, never one of a read still in flight or queued.
  */
-export class InterleavedSplitReader<T> implements SourceReader<T> {
+export class InterleavedSplitReader<T> implements SourceReader<T>, SplitTracking {
+  lastSplit = 0;
+  onSplitEnd: ((index: number) => void) | undefined;
   private readonly live: LiveSplit<T>[];
   /** Where the next round of reads starts, so that synchronous readers take turns too. */
   private cursor = 0;
@@ -63,6 +66,14 @@ export class InterleavedSplitReader<T> implements SourceReader<T> {
       // Every split's read is in flight: the first to come back wakes the reader.
       return new Promise<void>((resolve) => (this.wake = resolve)).then(() => (this.closed ? null : this.read(max)));
     }
+  }
+
+  get splitIds(): string[] {
+    return this.live.map((split) => split.assigned.split.id);
+  }
+
+  get endedSplits(): number[] {
+    return this.live.flatMap((split, i) => (split.finished ? [i] : []));
   }
 
   offset(): SavedSplits & { [key: string]: Json } {
@@ -126,8 +137,12 @@ export class InterleavedSplitReader<T> implements SourceReader<T> {
     split.busy = false;
     if ('error' in outcome) throw outcome.error;
     split.offset = outcome.offset;
-    if (outcome.records !== null) return outcome.records;
+    if (outcome.records !== null) {
+      this.lastSplit = this.live.indexOf(split);
+      return outcome.records;
+    }
     split.finished = true;
+    this.onSplitEnd?.(this.live.indexOf(split));
     void split.reader?.close?.();
     split.reader = undefined;
     return undefined;

@@ -1,9 +1,10 @@
 import type { Json, SourceReader, SourceSplits } from '../core/types.js';
 import { InterleavedSplitReader } from './interleavedSplitReader.js';
 import type { AssignedSplit, SavedSplits } from './splitEnumerator.js';
+import type { SplitTracking } from './splitTracking.js';
 
 /** The reader of a subtask's splits: side by side when the source asks for it (`interleaved`), else in turn. */
-export function splitReaderFor<T>(splits: SourceSplits<T>, uid: string, assigned: readonly AssignedSplit[]): SourceReader<T> {
+export function splitReaderFor<T>(splits: SourceSplits<T>, uid: string, assigned: readonly AssignedSplit[]): SourceReader<T> & SplitTracking {
   return splits.interleaved === true ? new InterleavedSplitReader(splits, uid, assigned) : new SplitReader(splits, uid, assigned);
 }
 
@@ -19,7 +20,8 @@ interface SplitProgress {
  * offset is the state of every split assigned to it (`SavedSplits`), which is what its checkpoints save. Reading
  * in turn rather than interleaved keeps each split's records in order and costs no switch per chunk.
  */
-export class SplitReader<T> implements SourceReader<T> {
+export class SplitReader<T> implements SourceReader<T>, SplitTracking {
+  onSplitEnd: ((index: number) => void) | undefined;
   private readonly progress: SplitProgress[];
   /** Index in `progress` of the split being read. */
   private index = 0;
@@ -52,6 +54,19 @@ export class SplitReader<T> implements SourceReader<T> {
       this.finish(split);
     }
     return null;
+  }
+
+  /** Records go out as they are read: the split being read is the one the last read returned. */
+  get lastSplit(): number {
+    return this.index;
+  }
+
+  get splitIds(): string[] {
+    return this.progress.map((split) => split.assigned.split.id);
+  }
+
+  get endedSplits(): number[] {
+    return this.progress.flatMap((split, i) => (split.finished ? [i] : []));
   }
 
   offset(): SavedSplits & { [key: string]: Json } {
@@ -92,6 +107,7 @@ export class SplitReader<T> implements SourceReader<T> {
     split.finished = true;
     void this.current!.close?.();
     this.current = undefined;
+    this.onSplitEnd?.(this.index);
     this.index++;
   }
 }

@@ -2,37 +2,32 @@ import { JobDefinitionError, MalformedRecordError } from '../core/errors.js';
 import { WATERMARK_ACTIVE, WATERMARK_IDLE, Watermark } from '../core/elements.js';
 import { Flow } from '../core/flow.js';
 import { operate } from '../operators/operate.js';
+import { BoundedOutOfOrderness, checkWatermarkOptions, everyInterval, type SavedEventTime, type WatermarkOptions } from './watermarkGenerator.js';
 
-export interface WatermarkOptions {
-  /** How far behind the largest timestamp seen records may still arrive (Flink's bounded out-of-orderness). */
-  outOfOrderness?: number;
-  /**
-   * An input without records for this long is marked idle, so that it stops holding back the watermark of
-   * operators with several inputs; it becomes active again with its next record.
-   */
-  idleTimeout?: number;
-  /**
-   * Milliseconds between watermarks on the job's scheduler (Flink's auto-watermark interval, 200 by default);
-   * `0` emits a watermark after every record that advances it, which makes tests deterministic.
-   */
-  interval?: number;
+export type { WatermarkOptions } from './watermarkGenerator.js';
+
+/** The event timestamp `timestampOf` gives `value`, or a typed error naming the operator and the record. */
+export function timestampFor<T>(timestampOf: (value: T) => number, value: T, uid: string): number {
+  const timestamp = timestampOf(value);
+  if (typeof timestamp !== 'number' || !Number.isFinite(timestamp)) {
+    throw new MalformedRecordError(`operator '${uid}': the timestamp of ${JSON.stringify(value)?.slice(0, 200)} is ${String(timestamp)}, not a finite number of ms`);
+  }
+  return timestamp;
 }
 
 /**
  * Gives records their event timestamp and generates watermarks with Flink's bounded-out-of-orderness strategy:
  * the watermark is the largest timestamp seen minus `outOfOrderness` minus 1. Upstream watermarks are replaced,
- * except the end-of-input one. The largest timestamp seen is part of every checkpoint.
+ * except the end-of-input one. The largest timestamp seen is part of every checkpoint. For a source whose subtask
+ * reads several splits, prefer the source's own strategy (`job.source(src, { watermarks })`), which tracks each split.
  * @example clicks.pipe(assignTimestamps((c) => c.ts, { outOfOrderness: 5_000 }))
  */
 export function assignTimestamps<T>(timestampOf: (value: T) => number, options: WatermarkOptions & { uid?: string } = {}): (input: Flow<T>) => Flow<T> {
-  const { outOfOrderness = 0, idleTimeout, interval = 200 } = options;
   const name = 'assignTimestamps';
-  if (!(Number.isFinite(outOfOrderness) && outOfOrderness >= 0)) throw new JobDefinitionError(`${name}: outOfOrderness must be a finite number of ms ≥ 0, got ${outOfOrderness}`);
-  if (idleTimeout !== undefined && !(idleTimeout > 0)) throw new JobDefinitionError(`${name}: idleTimeout must be > 0 ms, got ${idleTimeout}`);
-  if (!(Number.isFinite(interval) && interval >= 0)) throw new JobDefinitionError(`${name}: interval must be a finite number of ms ≥ 0, got ${interval}`);
+  const checked = checkWatermarkOptions(name, options);
   return (input) => {
     if (input.timestamped) {
-      throw new JobDefinitionError(`${name}: the flow already has timestamps and watermarks from an earlier assignTimestamps; use one watermark strategy per flow`);
+      throw new JobDefinitionError(`${name}: the flow already has timestamps and watermarks (from an earlier assignTimestamps or the source's watermarks); use one watermark strategy per flow`);
     }
     return operate<T, T>(input, {
       kind: name,
@@ -41,62 +36,31 @@ export function assignTimestamps<T>(timestampOf: (value: T) => number, options: 
       timestamped: true,
       setup(task, emit) {
         const record = task.record;
-        const saved = task.restoredOperatorState as { maxTimestamp?: number | null; watermark?: number | null } | undefined;
-        let maxTimestamp = typeof saved?.maxTimestamp === 'number' ? saved.maxTimestamp : Number.NEGATIVE_INFINITY;
-        // The last watermark sent is restored too: sending it again after a restore would fire, early, the timers
-        // registered since at or before it, which the uninterrupted run fires only at the next watermark that advances.
-        let emitted = typeof saved?.watermark === 'number' ? saved.watermark : Number.NEGATIVE_INFINITY;
-        let recordsSinceTick = 0;
-        let quietFor = 0;
-        let idle = false;
-        const emitWatermark = () => {
-          const watermark = maxTimestamp - outOfOrderness - 1;
-          if (watermark > emitted) {
-            emitted = watermark;
-            emit(new Watermark(watermark) as never);
-          }
-        };
-        const tick = () => {
-          if (recordsSinceTick > 0) {
-            recordsSinceTick = 0;
-            quietFor = 0;
-            emitWatermark();
-          } else if (idleTimeout !== undefined && !idle && (quietFor += interval) >= idleTimeout) {
-            idle = true;
-            emit(WATERMARK_IDLE as never);
-          }
-        };
-        const action = interval > 0 ? task.scheduler.schedule(function repeat(this: { schedule(s?: unknown, d?: number): unknown }) {
-          tick();
-          this.schedule(undefined, interval);
-        }, interval) : undefined;
+        const generator = new BoundedOutOfOrderness(
+          checked,
+          {
+            watermark: (timestamp) => emit(new Watermark(timestamp) as never),
+            idle: (idle) => emit((idle ? WATERMARK_IDLE : WATERMARK_ACTIVE) as never),
+          },
+          task.restoredOperatorState as Partial<SavedEventTime> | undefined,
+        );
+        const stop = everyInterval(task.scheduler, checked.interval, () => generator.tick());
         return {
           onRecord(value) {
-            const timestamp = timestampOf(value);
-            if (typeof timestamp !== 'number' || !Number.isFinite(timestamp)) {
-              throw new MalformedRecordError(`operator '${task.uid}': the timestamp of ${JSON.stringify(value)?.slice(0, 200)} is ${String(timestamp)}, not a finite number of ms`);
-            }
+            const timestamp = timestampFor(timestampOf, value, task.uid);
             record.current = timestamp;
-            const raised = timestamp > maxTimestamp;
-            if (raised) maxTimestamp = timestamp;
-            recordsSinceTick++;
-            if (idle) {
-              idle = false;
-              emit(WATERMARK_ACTIVE as never);
-            }
+            const raised = generator.onTimestamp(timestamp);
             emit(value);
-            // Only a record that raised the largest timestamp can advance the watermark (most do not, out of order).
-            if (raised && interval === 0) emitWatermark();
+            generator.afterRecord(raised);
           },
           onWatermark(watermark, forward) {
             // Only the end of input passes: this operator is the flow's watermark strategy from here on.
             if (watermark.timestamp >= Number.MAX_SAFE_INTEGER) forward();
           },
           onBarrier(barrier, forward) {
-            const finite = (time: number) => (Number.isFinite(time) ? time : null);
-            task.snapshot(barrier, () => ({ operator: { maxTimestamp: finite(maxTimestamp), watermark: finite(emitted) } }), forward);
+            task.snapshot(barrier, () => ({ operator: generator.snapshot() }), forward);
           },
-          dispose: () => action?.unsubscribe(),
+          dispose: stop,
         };
       },
     });
