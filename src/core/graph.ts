@@ -105,7 +105,7 @@ export interface GraphNode {
    * A source's watermark strategy (`job.source(src, { watermarks })`): its subtasks give records their timestamps and
    * generate watermarks per split. Typed loosely here: the time floor above gives it its shape.
    */
-  readonly watermarks?: { timestamp(value: never): number };
+  readonly watermarks?: { timestamp: (value: never) => number };
   readonly sink?: Sink<unknown>;
   /** Builds the node's observable for one attempt from its inputs' (not used for sources, which the job drives). */
   build?(task: TaskContext, inputs: Observable<StreamElement<unknown>>[]): Observable<StreamElement<unknown>>;

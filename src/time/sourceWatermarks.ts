@@ -12,7 +12,7 @@ import { BoundedOutOfOrderness, checkWatermarkOptions, everyInterval, type Saved
  */
 export interface SourceWatermarkOptions<T> extends WatermarkOptions {
   /** The record's event time in ms (from its payload, or a header the source put in it). */
-  timestamp(value: T): number;
+  timestamp: (value: T) => number;
 }
 
 export interface SplitWatermarksOptions<T> {
@@ -82,7 +82,7 @@ export class SplitWatermarks<T> {
     return {
       next(element) {
         if (isControl(element)) return downstream.next(element);
-        const timestamp = timestampFor(timestampOf, element as T, uid);
+        const timestamp = timestampFor(timestampOf, element, uid);
         record.current = timestamp;
         const generator = generators[reader.lastSplit ?? 0]!;
         const raised = generator.onTimestamp(timestamp);

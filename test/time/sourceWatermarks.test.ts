@@ -115,7 +115,7 @@ describe('watermarks generated per split at the source (job.source(…, { waterm
     const source = partsSource(lagging());
     expect(() => job.source(source, { uid: 'x', watermarks: {} as SourceWatermarkOptions<Ev> })).toThrow(JobDefinitionError);
     expect(() => job.source(source, { uid: 'y', watermarks: { timestamp: (e) => e.t, outOfOrderness: -1 } })).toThrow(/outOfOrderness/);
-    expect(() => job.source(source, { uid: 'z', watermarks: { timestamp: (e) => e.t, idle: 5 } as never })).toThrow(/idle/);
+    expect(() => job.source(source, { uid: 'z', watermarks: { timestamp: (e: Ev) => e.t, idle: 5 } as never })).toThrow(/idle/);
     const flow = job.source(source, { uid: 'w', watermarks: { timestamp: (e) => e.t } });
     expect(() => flow.pipe(assignTimestamps((e: Ev) => e.t))).toThrow(/one watermark strategy per flow/);
   });
