@@ -2,6 +2,7 @@ import { VirtualTimeScheduler } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import {
   JobDefinitionError,
+  MalformedRecordError,
   assignTimestamps,
   collect,
   createJob,
@@ -118,6 +119,13 @@ describe('watermarks generated per split at the source (job.source(…, { waterm
     expect(() => job.source(source, { uid: 'z', watermarks: { timestamp: (e: Ev) => e.t, idle: 5 } as never })).toThrow(/idle/);
     const flow = job.source(source, { uid: 'w', watermarks: { timestamp: (e) => e.t } });
     expect(() => flow.pipe(assignTimestamps((e: Ev) => e.t))).toThrow(/one watermark strategy per flow/);
+  });
+
+  it('fails the job with MalformedRecordError for a record whose timestamp is not a finite number', async () => {
+    const { job } = buildJob(partsSource({ a: [ev('a', 1), { k: 'a', t: Number.NaN, v: 1 }] }), { timestamp: (e) => e.t, interval: 0 });
+    const error = await job.start().done.then(() => undefined, (e: unknown) => e);
+    expect(error).toBeInstanceOf(MalformedRecordError);
+    expect((error as Error).message).toContain("operator 'in'");
   });
 
   describe('an empty split', () => {
