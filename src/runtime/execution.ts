@@ -281,6 +281,7 @@ export class Execution implements Attempt {
         backpressure: this.backpressure,
         snapshot: (barrier, position, forward) => task.snapshot(barrier, (): { operator: Json } => ({ operator: watermarks === undefined ? { offset: position } : { offset: position, eventTime: watermarks.snapshot() } }), forward),
         finished: () => this.onSourceFinished(),
+        started: () => watermarks?.start(),
         counters: task.counters,
       });
       this.runners.push(runner);

@@ -15,6 +15,8 @@ export interface SourceRunnerHooks {
   snapshot(barrier: CheckpointBarrier, offset: Json, forward: () => void): void;
   /** The input is exhausted (or the job is stopping): the job decides when the flow ends. */
   finished(): void;
+  /** The runner starts reading (after every task of the attempt subscribed): what goes before the first record. */
+  started?(): void;
   /** Where the runner counts the records it emits and the time it is busy, idle and backpressured, for metrics. */
   readonly counters?: OperatorCounters;
 }
@@ -88,6 +90,7 @@ export class SourceRunner<T> {
   async run(): Promise<void> {
     const { reader, subscriber, hooks } = this;
     const counters = hooks.counters ?? UNCOUNTED;
+    hooks.started?.();
     let reading: Promise<T[] | null> | undefined;
     while (!this.stopped) {
       if (this.emitBarriers()) return;

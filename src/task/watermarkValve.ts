@@ -15,13 +15,12 @@ export class WatermarkValve {
   private readonly watermarks: number[];
   private readonly idleInputs: boolean[];
   private readonly ended: boolean[];
+  private emitted = Number.NEGATIVE_INFINITY;
   private allIdle = false;
 
   constructor(
     private readonly inputs: number,
     private readonly output: ValveOutput,
-    /** The combined watermark already sent (a restored one), which is not sent again. */
-    private emitted = Number.NEGATIVE_INFINITY,
   ) {
     this.watermarks = new Array<number>(inputs).fill(Number.NEGATIVE_INFINITY);
     this.idleInputs = new Array<boolean>(inputs).fill(false);

@@ -44,6 +44,7 @@ export class SplitWatermarks<T> {
   private readonly generators: BoundedOutOfOrderness[];
   private readonly ids: readonly string[];
   private readonly stopTicks: () => void;
+  private readonly valve: WatermarkValve;
   /** Where watermarks go: the operators after the subtask, once its runner emits (`into`). */
   private downstream: DirectObserver<StreamElement<T>> | undefined;
 
@@ -52,23 +53,13 @@ export class SplitWatermarks<T> {
     const checked = checkWatermarkOptions(`source '${options.uid}': watermarks`, options.strategy);
     this.ids = reader.splitIds ?? [WHOLE_SOURCE];
     const saved = restoredEventTimes(restored);
-    const savedOf = (id: string) => saved.get(id);
-    // A restored subtask has already sent the minimum of its splits' watermarks (at least): not again.
-    const already = Math.min(...this.ids.map((id) => savedOf(id)?.watermark ?? Number.NEGATIVE_INFINITY));
-    const valve = new WatermarkValve(
-      this.ids.length,
-      {
-        watermark: (timestamp) => this.downstream?.next(new Watermark(timestamp)),
-        idle: (idle) => this.downstream?.next(idle ? WATERMARK_IDLE : WATERMARK_ACTIVE),
-      },
-      already,
-    );
-    this.generators = this.ids.map((id, index) => {
-      const generator = new BoundedOutOfOrderness(checked, { watermark: (timestamp) => valve.watermark(index, timestamp), idle: (idle) => valve.status(index, idle) }, savedOf(id));
-      if (Number.isFinite(generator.watermark)) valve.watermark(index, generator.watermark);
-      return generator;
+    const valve = new WatermarkValve(this.ids.length, {
+      watermark: (timestamp) => this.downstream?.next(new Watermark(timestamp)),
+      idle: (idle) => this.downstream?.next(idle ? WATERMARK_IDLE : WATERMARK_ACTIVE),
     });
     for (const index of reader.endedSplits ?? []) valve.end(index);
+    this.generators = this.ids.map((id, index) => new BoundedOutOfOrderness(checked, { watermark: (timestamp) => valve.watermark(index, timestamp), idle: (idle) => valve.status(index, idle) }, saved.get(id)));
+    this.valve = valve;
     reader.onSplitEnd = (index) => valve.end(index);
     this.stopTicks = everyInterval(scheduler, checked.interval, () => this.generators.forEach((generator) => generator.tick()));
   }
@@ -93,6 +84,17 @@ export class SplitWatermarks<T> {
       complete: () => downstream.complete(),
       dropsAfterEnd: downstream.dropsAfterEnd,
     };
+  }
+
+  /**
+   * The subtask starts reading: a restored one sends the watermark its splits had (their minimum) once, before any
+   * record. The operators after it start afresh, and a subtask whose splits get no new record would otherwise hold
+   * them back for good; unlike `assignTimestamps`, which sends nothing until its watermark advances.
+   */
+  start(): void {
+    this.generators.forEach((generator, index) => {
+      if (Number.isFinite(generator.watermark)) this.valve.watermark(index, generator.watermark);
+    });
   }
 
   snapshot(): SavedSplitEventTimes {

@@ -73,9 +73,9 @@ function partsSource(parts: Record<string, readonly Ev[]>, script: Script = {}) 
   });
 }
 
-function buildJob(source: ReturnType<typeof partsSource>, watermarks: SourceWatermarkOptions<Ev> | undefined, options: Partial<JobOptions> = {}) {
+function buildJob(source: ReturnType<typeof partsSource>, watermarks: SourceWatermarkOptions<Ev> | undefined, options: Partial<JobOptions> = {}, parallelism = 1) {
   const job = createJob({ chunkSize: 1, ...options, name: 'split-watermarks' });
-  const flow = job.source(source, { uid: 'in', parallelism: 1, watermarks });
+  const flow = job.source(source, { uid: 'in', parallelism, watermarks });
   const out = collect<Firing>();
   windowSums(watermarks ? flow : flow.pipe(assignTimestamps((e: Ev) => e.t, { interval: 0 }))).pipe(out.sink({ uid: 'out' }));
   return { job, out };
@@ -200,16 +200,23 @@ describe('watermarks generated per split at the source (job.source(…, { waterm
       [500, MAX],
     ]);
 
-    const storage: CheckpointStorage = memoryCheckpointStorage();
-    const reached = deferred();
-    const gate = deferred();
-    const first = buildJob(partsSource(parts, { waiting: ['b'], before: (id, i) => (id === 'a' && i === 30 ? (reached.resolve(), gate.promise) : undefined) }), strategy, { checkpoints: { storage } });
-    const running = first.job.start();
-    await reached.promise;
-    await running.checkpoint();
-    await running.cancel();
-    const second = buildJob(partsSource(parts, { waiting: ['b'] }), strategy, { checkpoints: { storage } });
-    await second.job.start({ restore: 'latest' }).done;
-    expect([...first.out.values, ...second.out.values]).toEqual(uninterrupted);
+    // Checkpoint before a's record 30, cancel, restore (at `parallelism`) and run to the end.
+    const restoredRun = async (parallelism: number) => {
+      const storage: CheckpointStorage = memoryCheckpointStorage();
+      const reached = deferred();
+      const gate = deferred();
+      const before = (id: string, i: number) => (id === 'a' && i === 30 ? (reached.resolve(), gate.promise) : undefined);
+      const first = buildJob(partsSource(parts, { waiting: ['b'], before }), strategy, { checkpoints: { storage } });
+      const running = first.job.start();
+      await reached.promise;
+      await running.checkpoint();
+      await running.cancel();
+      const second = buildJob(partsSource(parts, { waiting: ['b'] }), strategy, { checkpoints: { storage } }, parallelism);
+      await second.job.start({ restore: 'latest' }).done;
+      return [...first.out.values, ...second.out.values];
+    };
+    expect(await restoredRun(1)).toEqual(uninterrupted);
+    // At parallelism 2 each split is read by its own subtask: its event time follows it by split id.
+    expect(byWindow(await restoredRun(2))).toEqual(byWindow(uninterrupted));
   });
 });
