@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROOT, bundleFixture, killCycles, runChild, type BundledFixture, type ChildRun } from '../../support/childJob';
 import { random } from '../../support/random';
 import { serverUp } from '../../support/servers';
-import { NATS, natsStreams, type NatsStreams } from './natsStreams';
+import { NATS, natsStreams, userCountMessages, type NatsStreams } from './natsStreams';
 
 // The NATS → NATS kill campaign: a keyed running count of a JetStream stream (three subjects as splits, two source
 // subtasks), published to another stream by the exactly-once NATS sink, run in a child process killed with SIGKILL at
@@ -43,8 +43,7 @@ describe.skipIf(!up)('NATS → NATS kill campaign (SIGKILL)', () => {
     base = await mkdtemp(join(tmpdir(), 'weir-nats-kill-'));
     bundle = await bundleFixture(join(ROOT, 'test/faults/fixtures/natsJob.ts'));
     input = await nats.create('weir_kill_in');
-    const subjects = ['a', 'b', 'c'].map((s) => `${input}.${s}`);
-    await nats.publish(Array.from({ length: RECORDS }, (_, i) => [subjects[i % 3]!, JSON.stringify({ user: `u${i % USERS}`, n: 1 })] as const));
+    await nats.publish(userCountMessages(input, RECORDS, USERS));
   }, 120_000);
   afterAll(async () => {
     await nats?.removeAll();

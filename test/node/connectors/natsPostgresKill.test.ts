@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROOT, bundleFixture, type BundledFixture } from '../../support/childJob';
 import { serverUp } from '../../support/servers';
-import { NATS, natsStreams, type NatsStreams } from './natsStreams';
+import { NATS, natsStreams, userCountMessages, type NatsStreams } from './natsStreams';
 import { postgresKillCampaign, preparedTransactionsAllowed, type PostgresCampaignSetup } from './postgresCampaign';
 import { testSchema } from './postgresSupport';
 
@@ -45,8 +45,7 @@ describe.skipIf(!up)('NATS → PostgreSQL kill campaign (SIGKILL)', () => {
     base = await mkdtemp(join(tmpdir(), 'weir-nats-pg-kill-'));
     bundle = await bundleFixture(join(ROOT, 'test/node/connectors/fixtures/postgresKillJob.ts'));
     stream = await nats.create('weir_pg_kill_in');
-    const subjects = ['a', 'b', 'c'].map((s) => `${stream}.${s}`);
-    await nats.publish(Array.from({ length: RECORDS }, (_, i) => [subjects[i % 3]!, JSON.stringify({ user: `u${i % USERS}`, n: 1 })] as const));
+    await nats.publish(userCountMessages(stream, RECORDS, USERS));
   }, 120_000);
   afterAll(async () => {
     await nats?.removeAll();

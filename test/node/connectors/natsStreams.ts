@@ -59,3 +59,9 @@ export async function natsStreams(): Promise<NatsStreams> {
     },
   };
 }
+
+/** The kill campaigns' input: `records` counts of one, by `users` users in turn, spread over subjects a, b and c of `stream`. */
+export function userCountMessages(stream: string, records: number, users: number): [string, string][] {
+  const subjects = ['a', 'b', 'c'].map((s) => `${stream}.${s}`);
+  return Array.from({ length: records }, (_, i) => [subjects[i % 3]!, JSON.stringify({ user: `u${i % users}`, n: 1 })]);
+}
