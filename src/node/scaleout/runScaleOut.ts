@@ -98,6 +98,8 @@ export async function runScaleOut(define: (task: ScaleOutTask) => Job, options: 
   if (!(Number.isFinite(checkpointInterval) && checkpointInterval > 0)) throw new JobDefinitionError(`${who}: checkpointInterval must be a positive number of ms, got ${String(checkpointInterval)}`);
 
   const tasks = new Map<number, Task>();
+  // Key groups whose release began: their task never starts again before the member gave them up.
+  const handingOver = new Set<number>();
   // Changes of ownership are applied one after the other, so a task never starts while its predecessor stops; the
   // first waits for the join to return the member (it reports what it claimed while joining).
   let joined!: () => void;
@@ -185,9 +187,11 @@ export async function runScaleOut(define: (task: ScaleOutTask) => Job, options: 
     ...memberOptions,
     onChange(owned) {
       const mine = new Set(owned);
+      for (const keyGroup of handingOver) if (!mine.has(keyGroup)) handingOver.delete(keyGroup);
       applying = applying.then(async () => {
-        for (const keyGroup of owned) {
-          if (tasks.has(keyGroup) || failure !== undefined) continue;
+        // What the member owns now, not when this change was queued: a key group may have been released meanwhile.
+        for (const keyGroup of member.owned()) {
+          if (tasks.has(keyGroup) || handingOver.has(keyGroup) || failure !== undefined) continue;
           await startTask(keyGroup).catch((error: unknown) => {
             failure ??= error;
             void member.leave();
@@ -198,6 +202,7 @@ export async function runScaleOut(define: (task: ScaleOutTask) => Job, options: 
       });
     },
     release: async (keyGroup) => {
+      handingOver.add(keyGroup);
       await applying;
       await stopTask(keyGroup);
     },

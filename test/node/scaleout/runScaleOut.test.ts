@@ -1,0 +1,163 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { keyGroupPartitions } from 'weir/node';
+import { bundleFixture, ROOT, type BundledFixture } from '../../support/childJob';
+import { serverUp } from '../../support/servers';
+import { NATS, natsStreams, type NatsStreams } from '../connectors/natsStreams';
+
+const up = await serverUp('nats');
+
+// Short, so that a dead member's key groups move on soon; long enough for a loaded 2-core machine to renew in time.
+const LEASE = 3000;
+const GROUPS = 8;
+const USERS = 40;
+
+/** A runner in a child process, and the lines it printed. */
+interface Child {
+  readonly name: string;
+  readonly process: ChildProcess;
+  readonly lines: string[];
+  waitFor(match: (line: string) => boolean, from?: number): Promise<string>;
+  exited: Promise<number | null>;
+}
+
+describe.skipIf(!up)('runScaleOut: one task per owned key group, in member processes of their own', () => {
+  let fixture: BundledFixture;
+  let streams: NatsStreams;
+  const children: Child[] = [];
+  let group = '';
+  let input = '';
+  let output = '';
+  let bucket = '';
+
+  beforeAll(async () => {
+    fixture = await bundleFixture(`${ROOT}/test/node/scaleout/fixtures/scaleOutRunner.ts`);
+    streams = await natsStreams();
+  }, 60_000);
+  afterEach(async () => {
+    for (const child of children.splice(0)) {
+      if (child.process.exitCode === null && child.process.signalCode === null) {
+        child.process.kill('SIGCONT');
+        child.process.kill('SIGKILL');
+      }
+      await child.exited;
+    }
+    for (const name of [`KV_${group}-leases`, `KV_${group}-commits`, `OBJ_${bucket}`]) await streams.jsm.streams.delete(name).catch(() => undefined);
+    await streams.removeAll();
+  });
+  afterAll(async () => {
+    await streams?.connection.close();
+    await fixture?.remove();
+  });
+
+  const setUp = async (name: string) => {
+    const id = randomBytes(4).toString('hex');
+    group = `weir-test-${name}-${id}`;
+    bucket = `weir-test-${name}-chk-${id}`;
+    input = await streams.create('wrin');
+    output = await streams.create('wrout');
+  };
+  const start = (name: string): Child => {
+    const child = spawn(process.execPath, [fixture.file, NATS, group, name, String(GROUPS), String(LEASE), input, output, bucket], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+    const lines: string[] = [];
+    const waiters: { match: (line: string) => boolean; resolve: (line: string) => void }[] = [];
+    let pending = '';
+    child.stdout!.on('data', (data: Buffer) => {
+      pending += data.toString();
+      let newline: number;
+      while ((newline = pending.indexOf('\n')) >= 0) {
+        const line = pending.slice(0, newline);
+        pending = pending.slice(newline + 1);
+        lines.push(line);
+        for (const waiter of [...waiters]) {
+          if (waiter.match(line)) {
+            waiters.splice(waiters.indexOf(waiter), 1);
+            waiter.resolve(line);
+          }
+        }
+      }
+    });
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    const handle: Child = {
+      name,
+      process: child,
+      lines,
+      waitFor: (match, from = 0) => {
+        const seen = lines.slice(from).find(match);
+        return seen !== undefined ? Promise.resolve(seen) : new Promise((resolve) => waiters.push({ match, resolve }));
+      },
+      exited,
+    };
+    children.push(handle);
+    return handle;
+  };
+  /** Publishes records `from` … `to - 1` (user `u<i % USERS>`), each to its user's key group's partition. */
+  const produce = async (from: number, to: number) => {
+    const partitions = keyGroupPartitions({ prefix: input, topic: 'in', maxParallelism: GROUPS });
+    const messages: [string, string][] = [];
+    for (let i = from; i < to; i++) {
+      const user = `u${i % USERS}`;
+      messages.push([partitions.subjectOfKey(user), JSON.stringify({ user })]);
+    }
+    await streams.publish(messages);
+  };
+  /** How many messages the output stream holds. */
+  const published = async () => (await streams.jsm.streams.info(output)).state.messages;
+  const waitForOutput = async (count: number) => {
+    while ((await published()) < count) await new Promise((resolve) => setTimeout(resolve, 200));
+  };
+  /**
+   * What one process running the same job publishes for `records` records: every user's counts 1…c, each once, in
+   * order per user (a user's records are one partition's, read in order).
+   */
+  const oneProcessRun = (records: number) => {
+    const expected = new Map<string, number[]>();
+    for (let i = 0; i < records; i++) {
+      const user = `u${i % USERS}`;
+      const counts = expected.get(user) ?? [];
+      counts.push(counts.length + 1);
+      expected.set(user, counts);
+    }
+    return expected;
+  };
+  const outputPerUser = async () => {
+    const got = new Map<string, number[]>();
+    for (const message of await streams.contents(output)) {
+      const { user, n } = JSON.parse(message.data) as { user: string; n: number };
+      got.set(user, [...(got.get(user) ?? []), n]);
+    }
+    return got;
+  };
+  const sorted = (map: Map<string, number[]>) => [...map.entries()].sort(([a], [b]) => a.localeCompare(b));
+
+  it('publishes what one process would, with a member joining and then leaving mid-run', { timeout: 240_000 }, async () => {
+    await setUp('join');
+    const RECORDS = 3000;
+    await produce(0, 1000);
+    const a = start('m-a');
+    for (let kg = 0; kg < GROUPS; kg++) await a.waitFor((line) => line.startsWith(`start ${kg} `));
+    await waitForOutput(500);
+    const b = start('m-b');
+    // b joins: it takes some key groups, each handed over by a with a final checkpoint, and restores them.
+    await b.waitFor((line) => line.startsWith('start '));
+    await produce(1000, 2000);
+    await waitForOutput(1500);
+    // a leaves (SIGTERM): b takes every key group, restoring each from what a committed.
+    a.process.kill('SIGTERM');
+    expect(await a.exited).toBe(0);
+    await produce(2000, RECORDS);
+    await waitForOutput(RECORDS);
+    b.process.kill('SIGTERM');
+    expect(await b.exited).toBe(0);
+    expect(sorted(await outputPerUser())).toEqual(sorted(oneProcessRun(RECORDS)));
+    // Key groups moved both ways, each restored from a committed checkpoint of its former owner.
+    // Every key group went from a to b once (some as b joined, the rest as a left), each handed over by a final
+    // checkpoint and restored by b from what a committed; nothing started twice.
+    const startedByB = b.lines.filter((line) => line.startsWith('start '));
+    expect(startedByB.map((line) => Number(line.split(' ')[1])).sort((x, y) => x - y), b.lines.join('\n')).toEqual(Array.from({ length: GROUPS }, (_, kg) => kg));
+    for (const line of startedByB) expect(line).toMatch(new RegExp(`^start (\\d+) \\d+ ${group}/kg-\\1/t\\d+/${group}-kg\\1/chk-\\d+$`));
+    expect(a.lines.filter((line) => line.startsWith('start ')).length, a.lines.join('\n')).toBe(GROUPS);
+    expect(a.lines.filter((line) => /^end \d+ true$/.test(line)).length, a.lines.join('\n')).toBe(GROUPS);
+  });
+});
