@@ -1,7 +1,7 @@
 import type { KeyedFlow, Flow } from '../../core/flow.js';
 import { JobDefinitionError, OwnershipLostError, PartitionMismatchError } from '../../core/errors.js';
 import { DEFAULT_MAX_PARALLELISM, keyGroupOf } from '../../core/keyGroups.js';
-import type { CheckpointStorage, Json, Key } from '../../core/types.js';
+import type { CheckpointStorage, Key } from '../../core/types.js';
 import { keyBy } from '../../operators/keyBy.js';
 import { createJob, type CheckpointOptions, type Job, type JobOptions } from '../../runtime/job.js';
 import type { RunningJob } from '../../runtime/runningJob.js';
@@ -104,7 +104,8 @@ export async function runScaleOut(define: (task: ScaleOutTask) => Job, options: 
   // first waits for the join to return the member (it reports what it claimed while joining).
   let joined!: () => void;
   let applying = new Promise<void>((resolve) => (joined = resolve));
-  let failure: unknown;
+  // The first task failure (weir fails jobs with errors), which `done` rejects with.
+  let failure: Error | undefined;
   let member!: ScaleOutMember;
 
   const startTask = async (keyGroup: number): Promise<void> => {
@@ -155,7 +156,7 @@ export async function runScaleOut(define: (task: ScaleOutTask) => Job, options: 
         }),
     };
     const job = define(task);
-    if (job?.name !== name) throw new JobDefinitionError(`${who}: define must return the job made by task.createJob() (named '${name}'), got ${job?.name === undefined ? String(job) : `'${job.name}'`}`);
+    if (job?.name !== name) throw new JobDefinitionError(`${who}: define must return the job made by task.createJob() (named '${name}'), got ${job instanceof Object ? `job '${String(job.name)}'` : typeof job}`);
     const running = job.start(restoredFrom === undefined ? undefined : { restore: { savepoint: restoredFrom, storage } });
     const entry: Task = { running };
     tasks.set(keyGroup, entry);
@@ -166,7 +167,7 @@ export async function runScaleOut(define: (task: ScaleOutTask) => Job, options: 
         onTask?.({ type: 'end', keyGroup, handedOver: false, error });
         if (entry.stopping !== undefined || error instanceof OwnershipLostError) return;
         // A task that failed for good (its restart strategy gave up) fails the member, which hands the rest over.
-        failure ??= error;
+        failure ??= error as Error;
         void member.leave();
       },
     );
@@ -193,7 +194,7 @@ export async function runScaleOut(define: (task: ScaleOutTask) => Job, options: 
         for (const keyGroup of member.owned()) {
           if (tasks.has(keyGroup) || handingOver.has(keyGroup) || failure !== undefined) continue;
           await startTask(keyGroup).catch((error: unknown) => {
-            failure ??= error;
+            failure ??= error as Error;
             void member.leave();
           });
         }
