@@ -198,9 +198,10 @@ export async function runScaleOut(define: (task: ScaleOutTask) => Job, options: 
             void member.leave();
           });
         }
-        // Released key groups were stopped by `release`; these are left only when the member stopped (fenced).
-        for (const [keyGroup, task] of tasks) if (!mine.has(keyGroup) && task.stopping === undefined) await task.running.cancel().catch(() => undefined);
       });
+      // Released key groups were stopped by `release`; a task left on a key group no longer owned is a fenced
+      // member's: it stops now, not behind the changes queued.
+      for (const [keyGroup, task] of tasks) if (!mine.has(keyGroup) && task.stopping === undefined) void task.running.cancel().catch(() => undefined);
     },
     release: async (keyGroup) => {
       handingOver.add(keyGroup);
@@ -216,8 +217,9 @@ export async function runScaleOut(define: (task: ScaleOutTask) => Job, options: 
       if (failure !== undefined) throw failure;
     },
     async (error: unknown) => {
+      // Fenced: every task stops at once (their commits are refused anyway), not behind the changes queued.
+      await Promise.all([...tasks.values()].map((task) => task.running.cancel().catch(() => undefined)));
       await applying;
-      for (const task of tasks.values()) await task.running.cancel().catch(() => undefined);
       throw error;
     },
   );

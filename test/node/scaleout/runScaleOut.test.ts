@@ -170,7 +170,23 @@ describe.skipIf(!up)('runScaleOut: one task per owned key group, in member proce
       const seed = Number(process.env.WEIR_SCALEOUT_SEED ?? 22);
       const pick = random(seed);
       const names = ['m-a', 'm-b', 'm-c'];
-      const members = new Map(names.map((name) => [name, start(name)]));
+      const members = new Map<string, Child>();
+      // Members the test did not stop (one fenced because the loaded machine kept it from renewing in time, say)
+      // are started again, as an operator's supervisor would.
+      const targeted = new Set<Child>();
+      let unplanned = 0;
+      const supervise = (name: string): Child => {
+        const child = start(name);
+        members.set(name, child);
+        void child.exited.then(() => {
+          if (targeted.has(child) || members.get(name) !== child || finishing) return;
+          unplanned++;
+          supervise(name);
+        });
+        return child;
+      };
+      let finishing = false;
+      for (const name of names) supervise(name);
       await Promise.all([...members.values()].map((child) => child.waitFor((line) => line === 'joined')));
       /** The key groups a member's tasks run on, from what it printed. */
       const runs = (child: Child) => {
@@ -182,7 +198,7 @@ describe.skipIf(!up)('runScaleOut: one task per owned key group, in member proce
         }
         return running;
       };
-      const BATCH = 150;
+      const BATCH = 100;
       let records = 0;
       const fenced: string[] = [];
       for (let round = 0; round < 30; round++) {
@@ -192,10 +208,14 @@ describe.skipIf(!up)('runScaleOut: one task per owned key group, in member proce
         const candidates = stop ? names.filter((name) => runs(members.get(name)!).size > 0) : names;
         const name = candidates[Math.floor(pick() * candidates.length)]!;
         const victim = members.get(name)!;
+        targeted.add(victim);
         if (stop) {
-          // Paused past its lease: the others take its key groups and catch up without it; resumed, it is fenced.
+          // Paused past its lease until another member took one of its key groups over; resumed, it is fenced.
+          const lost = runs(victim);
+          const others = names.filter((other) => other !== name).map((other) => members.get(other)!);
+          const from = others.map((other) => other.lines.length);
           victim.process.kill('SIGSTOP');
-          await waitForOutput(records);
+          await Promise.race(others.map((other, i) => other.waitFor((line) => line.startsWith('start ') && lost.has(Number(line.split(' ')[1])), from[i])));
           victim.process.kill('SIGCONT');
           expect(await victim.exited, `seed ${seed}, round ${round}: ${victim.lines.slice(-5).join(' | ')}`).toBe(3);
           fenced.push(victim.lines.find((line) => line.startsWith('fenced '))!);
@@ -203,19 +223,18 @@ describe.skipIf(!up)('runScaleOut: one task per owned key group, in member proce
           victim.process.kill('SIGKILL');
           await victim.exited;
         }
-        const again = start(name);
-        members.set(name, again);
-        await again.waitFor((line) => line === 'joined');
-        // Caught up: the dead or fenced member's key groups were restored from their commits and read on.
-        await waitForOutput(records);
+        await supervise(name).waitFor((line) => line === 'joined');
       }
+      // Every record read and counted once all three run again; then they leave cleanly.
+      await waitForOutput(records);
+      finishing = true;
       for (const child of members.values()) child.process.kill('SIGTERM');
       for (const child of members.values()) expect(await child.exited).toBe(0);
       expect(fenced).toHaveLength(10);
-      for (const line of fenced) expect(line).toMatch(/OwnershipLost|lost key group/);
+      for (const line of fenced) expect(line).toMatch(/lost key group/);
       // Nothing missing, nothing doubled: a fenced member's checkpoints were never committed, so what they covered
       // was never published; a dead member's last committed transactions were published again with the same ids.
-      expect(sorted(await outputPerUser())).toEqual(sorted(oneProcessRun(records)));
+      expect(sorted(await outputPerUser()), `seed ${seed}, ${unplanned} unplanned restarts`).toEqual(sorted(oneProcessRun(records)));
     },
   );
 });
