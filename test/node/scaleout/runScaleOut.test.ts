@@ -1,7 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { keyGroupPartitions } from 'weir/node';
+import { createJob, fold, forEach, JobDefinitionError, keyGroupOf, PartitionMismatchError } from 'weir';
+import { keyGroupPartitions, natsObjectCheckpointStorage, natsSource, runScaleOut, type ScaleOutTask } from 'weir/node';
 import { bundleFixture, ROOT, type BundledFixture } from '../../support/childJob';
 import { serverUp } from '../../support/servers';
 import { random } from '../../support/random';
@@ -131,6 +132,55 @@ describe.skipIf(!up)('runScaleOut: one task per owned key group, in member proce
     return got;
   };
   const sorted = (map: Map<string, number[]>) => [...map.entries()].sort(([a], [b]) => a.localeCompare(b));
+
+  /** A runner in this process, each task counting its partition's records per user. */
+  const runHere = (define?: (task: ScaleOutTask) => ReturnType<typeof createJob>) => {
+    const storage = natsObjectCheckpointStorage({ servers: NATS, bucket });
+    const partitions = keyGroupPartitions({ prefix: input, topic: 'in', maxParallelism: GROUPS });
+    const counting = (task: ScaleOutTask) => {
+      const job = task.createJob();
+      job
+        .source(natsSource<{ user: string }>({ servers: NATS, stream: input, subjects: partitions.subjects([task.keyGroup]), bounded: false }), { uid: 'clicks' })
+        .pipe(
+          task.keyBy((click) => click.user),
+          fold(0, (n) => n + 1, { uid: 'count' }),
+          forEach(() => undefined, { uid: 'drop' }),
+        );
+      return job;
+    };
+    return { storage, runner: runScaleOut(define ?? counting, { servers: NATS, group, member: 'here', maxParallelism: GROUPS, lease: LEASE, storage }) };
+  };
+
+  it('fails with PartitionMismatchError, naming the key and the producer fix, on a key published to another key group', { timeout: 120_000 }, async () => {
+    await setUp('mismatch');
+    const right = keyGroupOf('u0', GROUPS);
+    const wrong = (right + 1) % GROUPS;
+    const partitions = keyGroupPartitions({ prefix: input, topic: 'in', maxParallelism: GROUPS });
+    await streams.publish([[partitions.subject(wrong), JSON.stringify({ user: 'u0' })]]);
+    const { storage, runner } = runHere();
+    const { done } = await runner;
+    try {
+      await expect(done).rejects.toThrow(PartitionMismatchError);
+      await expect(done).rejects.toThrow(`key "u0" belongs to key group ${right}, but it was read from key group ${wrong}'s partition`);
+      await expect(done).rejects.toThrow(/keyGroupPartitions\(\.\.\.\)\.byKey/);
+    } finally {
+      await storage.close();
+    }
+  });
+
+  it('rejects a define that returns a job task.createJob did not make, and bad options, with JobDefinitionError', { timeout: 120_000 }, async () => {
+    await setUp('define');
+    const { storage, runner } = runHere(() => createJob({ name: 'elsewhere' }));
+    const { done } = await runner;
+    try {
+      await expect(done).rejects.toThrow(JobDefinitionError);
+      await expect(done).rejects.toThrow(/define must return the job made by task\.createJob\(\) \(named 'weir-test-define-\w+-kg\d+'\), got job 'elsewhere'/);
+      await expect(runScaleOut((task) => task.createJob(), { servers: NATS, group, member: 'm', storage, checkpointInterval: 0 })).rejects.toThrow(/checkpointInterval/);
+      await expect(runScaleOut((task) => task.createJob(), { servers: NATS, group, member: 'm', storage: {} as never })).rejects.toThrow(/storage must be a checkpoint storage/);
+    } finally {
+      await storage.close();
+    }
+  });
 
   it('publishes what one process would, with a member joining and then leaving mid-run', { timeout: 240_000 }, async () => {
     await setUp('join');
