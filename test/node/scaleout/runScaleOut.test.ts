@@ -35,7 +35,6 @@ describe.skipIf(!up)('runScaleOut: one task per owned key group, in member proce
 
   beforeAll(async () => {
     fixture = await bundleFixture(`${ROOT}/test/node/scaleout/fixtures/scaleOutRunner.ts`);
-    streams = await natsStreams();
   }, 60_000);
   afterEach(async () => {
     for (const child of children.splice(0)) {
@@ -46,10 +45,10 @@ describe.skipIf(!up)('runScaleOut: one task per owned key group, in member proce
       await child.exited;
     }
     for (const name of [`KV_${group}-leases`, `KV_${group}-commits`, `OBJ_${bucket}`]) await streams.jsm.streams.delete(name).catch(() => undefined);
+    // Its streams, and its connection.
     await streams.removeAll();
   });
   afterAll(async () => {
-    await streams?.connection.close();
     await fixture?.remove();
   });
 
@@ -57,6 +56,7 @@ describe.skipIf(!up)('runScaleOut: one task per owned key group, in member proce
     const id = randomBytes(4).toString('hex');
     group = `weir-test-${name}-${id}`;
     bucket = `weir-test-${name}-chk-${id}`;
+    streams = await natsStreams();
     input = await streams.create('wrin');
     output = await streams.create('wrout');
   };
