@@ -7,6 +7,7 @@ import { bundleFixture, ROOT, type BundledFixture } from '../../support/childJob
 import { serverUp } from '../../support/servers';
 import { random } from '../../support/random';
 import { NATS, natsStreams, type NatsStreams } from '../connectors/natsStreams';
+import { NATS_SERVER_BINARY, privateNatsServer, type PrivateNatsServer } from '../../support/privateNatsServer';
 
 const up = await serverUp('nats');
 
@@ -27,11 +28,18 @@ interface Child {
 describe.skipIf(!up)('runScaleOut: one task per owned key group, in member processes of their own', () => {
   let fixture: BundledFixture;
   let streams: NatsStreams;
+  // Whether this test connected `streams` (a test that failed before would leave it closed).
+  let streamsOpen = false;
   const children: Child[] = [];
   let group = '';
   let input = '';
   let output = '';
   let bucket = '';
+  let servers = NATS;
+  let server: PrivateNatsServer | undefined;
+  // Members started again whenever they exit unasked for (fenced because the loaded machine kept them from renewing
+  // in time, or failed in an outage), as an operator's supervisor would; `planned` exits are the test's own doing.
+  let supervision = { members: new Map<string, Child>(), planned: new Set<Child>(), unplanned: 0, finishing: false };
 
   beforeAll(async () => {
     fixture = await bundleFixture(`${ROOT}/test/node/scaleout/fixtures/scaleOutRunner.ts`);
@@ -44,24 +52,42 @@ describe.skipIf(!up)('runScaleOut: one task per owned key group, in member proce
       }
       await child.exited;
     }
+    if (!streamsOpen) return;
+    streamsOpen = false;
     for (const name of [`KV_${group}-leases`, `KV_${group}-commits`, `OBJ_${bucket}`]) await streams.jsm.streams.delete(name).catch(() => undefined);
     // Its streams, and its connection.
     await streams.removeAll();
+    await server?.remove();
+    server = undefined;
   });
   afterAll(async () => {
     await fixture?.remove();
   });
 
-  const setUp = async (name: string) => {
+  const setUp = async (name: string, on = NATS) => {
+    servers = on;
+    supervision = { members: new Map(), planned: new Set(), unplanned: 0, finishing: false };
     const id = randomBytes(4).toString('hex');
     group = `weir-test-${name}-${id}`;
     bucket = `weir-test-${name}-chk-${id}`;
-    streams = await natsStreams();
+    // A private server may still be starting.
+    for (let attempt = 0; ; attempt++) {
+      const connected = await natsStreams(servers).catch((error: unknown) => {
+        if (attempt >= 50) throw error;
+        return undefined;
+      });
+      if (connected) {
+        streams = connected;
+        streamsOpen = true;
+        break;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
     input = await streams.create('wrin');
     output = await streams.create('wrout');
   };
   const start = (name: string): Child => {
-    const child = spawn(process.execPath, [fixture.file, NATS, group, name, String(GROUPS), String(LEASE), input, output, bucket], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, [fixture.file, servers, group, name, String(GROUPS), String(LEASE), input, output, bucket], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
     const lines: string[] = [];
     const waiters: { match: (line: string) => boolean; resolve: (line: string) => void }[] = [];
     let pending = '';
@@ -130,6 +156,23 @@ describe.skipIf(!up)('runScaleOut: one task per owned key group, in member proce
       got.set(user, [...(got.get(user) ?? []), n]);
     }
     return got;
+  };
+  const supervise = (name: string): Child => {
+    const child = start(name);
+    supervision.members.set(name, child);
+    void child.exited.then(() => {
+      if (supervision.planned.has(child) || supervision.members.get(name) !== child || supervision.finishing) return;
+      supervision.unplanned++;
+      supervise(name);
+    });
+    return child;
+  };
+  /** Every supervised member leaves cleanly (SIGTERM); resolves with their exit codes. */
+  const finish = async () => {
+    supervision.finishing = true;
+    const all = [...supervision.members.values()];
+    for (const child of all) child.process.kill('SIGTERM');
+    return Promise.all(all.map((child) => child.exited));
   };
   const sorted = (map: Map<string, number[]>) => [...map.entries()].sort(([a], [b]) => a.localeCompare(b));
 
@@ -220,22 +263,7 @@ describe.skipIf(!up)('runScaleOut: one task per owned key group, in member proce
       const seed = Number(process.env.WEIR_SCALEOUT_SEED ?? 22);
       const pick = random(seed);
       const names = ['m-a', 'm-b', 'm-c'];
-      const members = new Map<string, Child>();
-      // Members the test did not stop (one fenced because the loaded machine kept it from renewing in time, say)
-      // are started again, as an operator's supervisor would.
-      const targeted = new Set<Child>();
-      let unplanned = 0;
-      const supervise = (name: string): Child => {
-        const child = start(name);
-        members.set(name, child);
-        void child.exited.then(() => {
-          if (targeted.has(child) || members.get(name) !== child || finishing) return;
-          unplanned++;
-          supervise(name);
-        });
-        return child;
-      };
-      let finishing = false;
+      const members = supervision.members;
       for (const name of names) supervise(name);
       await Promise.all([...members.values()].map((child) => child.waitFor((line) => line === 'joined')));
       /** The key groups a member's tasks run on, from what it printed. */
@@ -258,7 +286,7 @@ describe.skipIf(!up)('runScaleOut: one task per owned key group, in member proce
         const candidates = stop ? names.filter((name) => runs(members.get(name)!).size > 0) : names;
         const name = candidates[Math.floor(pick() * candidates.length)]!;
         const victim = members.get(name)!;
-        targeted.add(victim);
+        supervision.planned.add(victim);
         if (stop) {
           // Paused past its lease until another member took one of its key groups over; resumed, it is fenced.
           const lost = runs(victim);
@@ -277,14 +305,35 @@ describe.skipIf(!up)('runScaleOut: one task per owned key group, in member proce
       }
       // Every record read and counted once all three run again; then they leave cleanly.
       await waitForOutput(records);
-      finishing = true;
-      for (const child of members.values()) child.process.kill('SIGTERM');
-      for (const child of members.values()) expect(await child.exited).toBe(0);
+      expect(await finish()).toEqual([0, 0, 0]);
       expect(fenced).toHaveLength(10);
       for (const line of fenced) expect(line).toMatch(/lost key group/);
       // Nothing missing, nothing doubled: a fenced member's checkpoints were never committed, so what they covered
       // was never published; a dead member's last committed transactions were published again with the same ids.
-      expect(sorted(await outputPerUser()), `seed ${seed}, ${unplanned} unplanned restarts`).toEqual(sorted(oneProcessRun(records)));
+      expect(sorted(await outputPerUser()), `seed ${seed}, ${supervision.unplanned} unplanned restarts`).toEqual(sorted(oneProcessRun(records)));
     },
   );
+
+  it.skipIf(!NATS_SERVER_BINARY)('loses and doubles nothing when the nats-server is killed and started again mid-run', { timeout: 300_000 }, async () => {
+    server = await privateNatsServer('scaleout-restart');
+    await setUp('restart', server.servers);
+    const names = ['m-a', 'm-b'];
+    for (const name of names) supervise(name);
+    await Promise.all([...supervision.members.values()].map((child) => child.waitFor((line) => line === 'joined')));
+    await produce(0, 600);
+    await waitForOutput(300);
+    // The server dies mid-run and comes back on its store: the members' clients reconnect; a member that could not
+    // renew for a whole lease was fenced and is started again, restoring from the commits.
+    await server.kill();
+    server.start();
+    for (;;) {
+      const answered = await streams.jsm.streams.info(input).then(() => true, () => false);
+      if (answered) break;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    await produce(600, 1200);
+    await waitForOutput(1200);
+    expect(await finish()).toEqual([0, 0]);
+    expect(sorted(await outputPerUser()), `${supervision.unplanned} unplanned restarts`).toEqual(sorted(oneProcessRun(1200)));
+  });
 });
