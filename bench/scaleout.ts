@@ -167,6 +167,12 @@ async function benchGroup(lease: number) {
   };
 }
 
+/** A member that ended during a measurement (fenced, say) fails the bench rather than stalling it. */
+function checkAlive(members: readonly Member[]): void {
+  const gone = members.find((member) => member.process.exitCode !== null || member.process.signalCode !== null);
+  if (gone) throw new Error(`scaleout bench: member ${gone.name} ended: ${gone.lines.filter((line) => !line.startsWith('processed ')).slice(-3).join(' | ')}`);
+}
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Publishes `count` records over every partition with core publishes (the stream stores them without acks). */
@@ -181,7 +187,8 @@ async function publishRecords(nc: NatsConnection, subjectOf: (user: string) => s
 
 /** Records/s of `processes` member processes over RECORDS records published once they settled. */
 async function throughput(processes: number): Promise<number> {
-  const group = await benchGroup(TAKEOVER_LEASE);
+  // The default lease: a loaded machine must not fence a member in the middle of the measurement.
+  const group = await benchGroup(10_000);
   try {
     const names = Array.from({ length: processes }, (_, i) => `m-${i}`);
     const members = names.map((name) => group.start(name));
@@ -190,7 +197,10 @@ async function throughput(processes: number): Promise<number> {
     const startedAt = performance.now();
     await publishRecords(group.nc, group.topic.subjectOfKey, RECORDS);
     const total = await group.stored();
-    while (members.reduce((sum, member) => sum + member.processed(), 0) < total) await sleep(20);
+    while (members.reduce((sum, member) => sum + member.processed(), 0) < total) {
+      await sleep(20);
+      checkAlive(members);
+    }
     return total / ((performance.now() - startedAt) / 1000);
   } finally {
     await group.close();
@@ -217,7 +227,10 @@ async function takeover(): Promise<Result[]> {
     // Some state and committed checkpoints first.
     await publishRecords(group.nc, group.topic.subjectOfKey, 20_000);
     const stored = await group.stored();
-    while (victim.processed() + survivor.processed() < stored) await sleep(20);
+    while (victim.processed() + survivor.processed() < stored) {
+      await sleep(20);
+      checkAlive([victim, survivor]);
+    }
     await sleep(1500);
     const lost = [...victim.running()];
     const from = survivor.lines.length;

@@ -5,7 +5,7 @@ import { keyGroupPartitions, natsObjectCheckpointStorage, natsSource, runScaleOu
  * One member process of `npm run bench -- scaleout` (bench/scaleout.ts starts it): runs a scale-out job whose tasks
  * read their key group's partition of `<stream>.in.<kg>` and spend ~2 µs of busy work per record. It prints
  * `joined`, `start <kg> <epoch ms> <restored>` and `end <kg>` as a task starts and ends, `first <kg> <epoch ms>` at a restored task's first
- * record, and `processed <n>` (its records so far) every 100 ms.
+ * record, `processed <n>` (its records so far) every 100 ms, and `left` or `failed <error>` as it ends.
  *
  *     scaleoutMember.ts <servers> <group> <member> <partitions> <lease ms> <stream> <bucket>
  */
@@ -54,5 +54,9 @@ const runner = await runScaleOut(
 say('joined');
 setInterval(() => say(`processed ${processed}`), 100).unref();
 process.on('SIGTERM', () => void runner.leave().then(() => process.exit(0)));
-await runner.done.catch(() => undefined);
-process.exit(0);
+const ended = await runner.done.then(
+  () => 'left',
+  (error: unknown) => `failed ${String(error)}`,
+);
+say(ended);
+process.exit(ended === 'left' ? 0 : 3);
