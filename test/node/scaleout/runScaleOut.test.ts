@@ -283,7 +283,10 @@ describe.skipIf(!up)('runScaleOut: one task per owned key group, in member proce
         await produce(records, records + BATCH);
         records += BATCH;
         const stop = round % 3 === 2;
-        const candidates = stop ? names.filter((name) => runs(members.get(name)!).size > 0) : names;
+        // A member to pause must be running tasks: right after kills, the key groups may still wait for their leases.
+        const busy = () => names.filter((name) => runs(members.get(name)!).size > 0);
+        while (stop && busy().length === 0) await new Promise((resolve) => setTimeout(resolve, 200));
+        const candidates = stop ? busy() : names;
         const name = candidates[Math.floor(pick() * candidates.length)]!;
         const victim = members.get(name)!;
         supervision.planned.add(victim);
