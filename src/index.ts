@@ -79,6 +79,7 @@ export {
   QueryServerUnreachableError,
   QueryRateLimitedError,
   QueryServerError,
+  KeyGroupNotOwnedError,
 } from './query/queryErrors.js';
 export { mapAsync } from './operators/mapAsync/mapAsync.js';
 export type { MapAsyncOptions, AsyncRetryOptions } from './operators/mapAsync/mapAsyncOptions.js';

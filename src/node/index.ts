@@ -37,3 +37,6 @@ export {
   type ScaleOutTaskEvent,
   type ScaleOutJobOptions,
 } from './scaleout/runScaleOut.js';
+export { scaleOutStatus, type ScaleOutStatus, type ScaleOutStatusOptions, type ScaleOutMemberStatus, type KeyGroupStatus } from './scaleout/scaleOutStatus.js';
+export { serveScaleOutQueries, type ServeScaleOutQueriesOptions } from './scaleout/serveScaleOutQueries.js';
+export { ScaleOutQueryClient, type ScaleOutQueryClientOptions } from './scaleout/scaleOutQueryClient.js';

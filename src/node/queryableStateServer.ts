@@ -3,7 +3,7 @@ import superjson from 'superjson';
 import { CheckpointNotFoundError, JobDefinitionError } from '../core/errors.js';
 import type { Key } from '../core/types.js';
 import { API_PREFIX, ERROR_STATUS, type ErrorBody, type ErrorCode } from '../query/queryProtocol.js';
-import { InvalidQueryError, QueryableStateUnavailableError, UnknownQueryableStateError } from '../query/queryErrors.js';
+import { InvalidQueryError, KeyGroupNotOwnedError, QueryableStateUnavailableError, UnknownQueryableStateError } from '../query/queryErrors.js';
 import type { KeyPageOptions, QueryableStateReader } from '../query/stateQueries.js';
 import { Registry } from 'prom-client';
 import { registerPrometheusMetrics, type MetricsSource } from './metrics/prometheusMetrics.js';
@@ -269,6 +269,7 @@ function ok(body: unknown): { status: number; headers: Record<string, string>; b
 function errorAnswer(error: unknown): { status: number; headers: Record<string, string>; body: string } {
   const { code, message, headers } = describeError(error);
   const body: ErrorBody = { error: { code, message } };
+  if (error instanceof KeyGroupNotOwnedError) body.error = { ...body.error, keyGroup: error.keyGroup, owner: error.owner, url: error.url };
   return { status: ERROR_STATUS[code], headers, body: JSON.stringify(body) };
 }
 
@@ -279,5 +280,6 @@ function describeError(error: unknown): { code: ErrorCode; message: string; head
   if (error instanceof UnknownQueryableStateError) return { code: 'unknown-state', message, headers: {} };
   if (error instanceof CheckpointNotFoundError) return { code: 'checkpoint-not-found', message, headers: {} };
   if (error instanceof QueryableStateUnavailableError) return { code: 'unavailable', message, headers: {} };
+  if (error instanceof KeyGroupNotOwnedError) return { code: 'not-owner', message, headers: {} };
   return { code: 'internal', message: `the query failed: ${message}`, headers: {} };
 }

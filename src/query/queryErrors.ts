@@ -50,3 +50,20 @@ export class QueryRateLimitedError extends WeirError {
 export class QueryServerError extends WeirError {
   override name = 'QueryServerError';
 }
+
+/**
+ * A scale-out member was asked for a key of a key group it does not own (HTTP 421): `owner` names the member that
+ * holds it (undefined while it is being handed over), `url` where that one serves queries, if it does.
+ */
+export class KeyGroupNotOwnedError extends WeirError {
+  override name = 'KeyGroupNotOwnedError';
+
+  constructor(
+    message: string,
+    readonly keyGroup: number | undefined,
+    readonly owner: string | undefined,
+    readonly url: string | undefined,
+  ) {
+    super(message);
+  }
+}

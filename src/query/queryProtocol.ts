@@ -20,6 +20,8 @@ export const ERROR_STATUS = {
   'not-found': 404,
   'method-not-allowed': 405,
   'too-large': 413,
+  // A scale-out member asked for a key group it does not own; the body names the owner.
+  'not-owner': 421,
   'rate-limited': 429,
   internal: 500,
   unavailable: 503,
@@ -28,5 +30,5 @@ export const ERROR_STATUS = {
 export type ErrorCode = keyof typeof ERROR_STATUS;
 
 export interface ErrorBody {
-  error: { code: ErrorCode; message: string };
+  error: { code: ErrorCode; message: string; keyGroup?: number; owner?: string; url?: string };
 }

@@ -4,6 +4,7 @@ import type { Key } from '../core/types.js';
 import { API_PREFIX, type ErrorBody, type ErrorCode } from './queryProtocol.js';
 import {
   InvalidQueryError,
+  KeyGroupNotOwnedError,
   QueryRateLimitedError,
   QueryServerError,
   QueryServerUnreachableError,
@@ -127,6 +128,8 @@ function errorOf(response: Response, text: string, what: string): WeirError {
     }
     case 'unavailable':
       return new QueryableStateUnavailableError(message);
+    case 'not-owner':
+      return new KeyGroupNotOwnedError(message, parsed?.keyGroup, parsed?.owner, parsed?.url);
     default:
       return new QueryServerError(message);
   }

@@ -143,17 +143,17 @@ function plural(n: number, noun: string): string {
   return `${n} ${noun}${n === 1 ? '' : 's'}`;
 }
 
-function table(header: string[], rows: string[][]): string[] {
+export function table(header: string[], rows: string[][]): string[] {
   const widths = header.map((title, i) => Math.max(title.length, ...rows.map((row) => row[i]!.length)));
   const line = (cells: string[]) => cells.map((cell, i) => cell.padEnd(widths[i]!)).join('  ').trimEnd();
   return [line(header), ...rows.map(line)];
 }
 
-function indent(lines: string[], by = '  '): string[] {
+export function indent(lines: string[], by = '  '): string[] {
   return lines.map((line) => by + line);
 }
 
-function formatTime(ms: number): string {
+export function formatTime(ms: number): string {
   // A virtual clock (tests, the playground) starts near 0: show its milliseconds rather than 1970.
   return ms > 1e11 ? new Date(ms).toISOString() : `t=${ms} ms`;
 }

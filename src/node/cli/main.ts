@@ -1,8 +1,10 @@
 import { parseArgs } from 'node:util';
 import { inspectCommand } from './inspectCommand.js';
 import { inspectServeCommand } from './inspectServeCommand.js';
+import { inspectGroupCommand } from './inspectGroupCommand.js';
 
 const USAGE = `usage: weir inspect <checkpoint-dir | savepoint-dir | job-dir | checkpoints-root> [--json] [--serve] [--progress]
+       weir inspect --nats <servers> --group <group> [--bucket <checkpoint bucket>] [--json]
 
   inspect   show the jobs, checkpoints and savepoints under a path: status (complete,
             incomplete, corrupted with its error), time, duration, bytes; for each the
@@ -11,6 +13,9 @@ const USAGE = `usage: weir inspect <checkpoint-dir | savepoint-dir | job-dir | c
   --serve   serve the visual inspector on 127.0.0.1 (a free port) and print its URL
   --progress  draw the progress bar on stderr even when it is not a terminal (it is drawn
             on a terminal only by default)
+  --nats, --group  show a scale-out group (runScaleOut) instead: its live members and, per
+            key group, its owner, fencing token and committed checkpoint; --bucket (the
+            members' Object Store checkpoint bucket) adds each checkpoint's id and time
   --help    show this help
 `;
 
@@ -36,6 +41,13 @@ export async function main(
     io.err.write(`weir: unknown command '${command}'\n\n${USAGE}`);
     return 2;
   }
+  if (values.group !== undefined || values.nats !== undefined) {
+    if (values.group === undefined || values.nats === undefined || path !== undefined || values.serve) {
+      io.err.write(`weir inspect: a scale-out group needs both --nats and --group, and no path nor --serve\n\n${USAGE}`);
+      return 2;
+    }
+    return inspectGroupCommand({ nats: values.nats, group: values.group, bucket: values.bucket, json: values.json ?? false, out: io.out, err: io.err });
+  }
   if (path === undefined || rest.length > 0) {
     io.err.write(`weir inspect: pass exactly one path\n\n${USAGE}`);
     return 2;
@@ -54,6 +66,14 @@ function parse(argv: string[]) {
   return parseArgs({
     args: argv,
     allowPositionals: true,
-    options: { json: { type: 'boolean' }, serve: { type: 'boolean' }, progress: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+    options: {
+      json: { type: 'boolean' },
+      serve: { type: 'boolean' },
+      progress: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+      nats: { type: 'string' },
+      group: { type: 'string' },
+      bucket: { type: 'string' },
+    },
   });
 }

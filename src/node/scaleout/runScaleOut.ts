@@ -49,6 +49,11 @@ export interface ScaleOutRunner {
   readonly member: ScaleOutMember;
   /** The key groups whose task runs now (ascending). */
   running(): number[];
+  /** The group's name and number of key groups, as given (for `serveScaleOutQueries`). */
+  readonly group: string;
+  readonly maxParallelism: number;
+  /** The running job of a key group's task, or undefined when none runs here (to query its state). */
+  task(keyGroup: number): RunningJob | undefined;
   /**
    * Leaves the group cleanly (on SIGTERM, say): every task stops with a final checkpoint, commits it, and only then
    * is its key group released to its new owner.
@@ -227,6 +232,9 @@ export async function runScaleOut(define: (task: ScaleOutTask) => Job, options: 
   return {
     member,
     running: () => [...tasks.keys()].sort((a, b) => a - b),
+    group,
+    maxParallelism,
+    task: (keyGroup) => tasks.get(keyGroup)?.running,
     async leave() {
       await member.leave();
       await done.catch(() => undefined);

@@ -1,0 +1,85 @@
+import { keyGroupOf } from '../../core/keyGroups.js';
+import type { Key } from '../../core/types.js';
+import { InvalidQueryError, KeyGroupNotOwnedError } from '../../query/queryErrors.js';
+import type { QueryableStateInfo } from '../../query/queryableStateRegistry.js';
+import type { KeyPage, QueryableStateReader, QueryOptions } from '../../query/stateQueries.js';
+import type { NatsConnectOptions } from '../connectors/nats/natsConnection.js';
+import { lazyNatsConnection } from '../connectors/nats/natsConnection.js';
+import { serveQueryableState, type QueryableStateServer, type QueryableStateServerOptions } from '../queryableStateServer.js';
+import type { ScaleOutRunner } from './runScaleOut.js';
+import { endpointKey, openGroup, type ScaleOutEndpoint } from './scaleOutStatus.js';
+
+export interface ServeScaleOutQueriesOptions extends Omit<QueryableStateServerOptions, 'metrics' | 'liveView'> {
+  /** The NATS servers of the runner's group, where the member advertises its address. */
+  servers: string | string[];
+  connection?: Omit<NatsConnectOptions, 'servers'>;
+  /** The URL other processes reach this server at (the server's own `url` by default: fine on one host or 0.0.0.0's). */
+  advertise?: string;
+}
+
+/**
+ * Serves queries of the state of the key groups a scale-out member owns (Kafka Streams' interactive queries), with
+ * `serveQueryableState`'s server, and advertises its address in the group's commits bucket (`endpoints.<member>`)
+ * for `ScaleOutQueryClient`. A key is answered by the task of its key group (`keyGroupOf(key, maxParallelism)`) when
+ * it runs here; a key of a key group owned elsewhere gets `KeyGroupNotOwnedError` (HTTP 421) naming its owner and
+ * where that one serves. Key listings (`keys`) span members and are not served.
+ * @example
+ * const runner = await runScaleOut(define, options);
+ * const server = await serveScaleOutQueries(runner, { servers, port: 0 });
+ * const client = new ScaleOutQueryClient({ servers, group: runner.group });
+ * await client.get('counts', 'ann');   // asked of whichever member owns ann's key group
+ */
+export async function serveScaleOutQueries(runner: ScaleOutRunner, options: ServeScaleOutQueriesOptions): Promise<QueryableStateServer> {
+  const { servers, connection: connectOptions, advertise, ...serverOptions } = options;
+  const { group, maxParallelism, member } = runner;
+  const connection = lazyNatsConnection({ ...connectOptions, servers });
+  try {
+    const { leases, commits } = await openGroup(connection, group);
+    const notOwned = async (keyGroup: number, key: Key): Promise<KeyGroupNotOwnedError> => {
+      const owner = (await leases.get(`kg.${keyGroup}`).catch(() => null))?.string() || undefined;
+      const endpoint = owner === undefined ? null : await commits.get(endpointKey(owner)).catch(() => null);
+      const url = endpoint?.operation === 'PUT' ? endpoint.json<ScaleOutEndpoint>().url : undefined;
+      const where = owner === undefined ? 'it has no owner right now (being handed over); ask again shortly' : `its owner is member '${owner}'${url === undefined ? ', which serves no queries' : ` at ${url}`}`;
+      return new KeyGroupNotOwnedError(
+        `member '${member.id}' of group '${group}' does not own key group ${keyGroup} (key ${JSON.stringify(typeof key === 'bigint' ? String(key) : key)}): ${where}; ScaleOutQueryClient follows owners`,
+        keyGroup,
+        owner,
+        url,
+      );
+    };
+    const reader: QueryableStateReader = {
+      async query<T>(name: string, key: Key, queryOptions?: QueryOptions): Promise<T | undefined> {
+        const keyGroup = keyGroupOf(key, maxParallelism);
+        const task = runner.task(keyGroup);
+        if (task === undefined) throw await notOwned(keyGroup, key);
+        return task.query<T>(name, key, queryOptions);
+      },
+      queryKeys(): Promise<KeyPage> {
+        return Promise.reject(new InvalidQueryError(`group '${group}': key listings span the key groups of every member and are not served; query keys one by one (get)`));
+      },
+      queryableStates(): QueryableStateInfo[] {
+        const byName = new Map<string, QueryableStateInfo>();
+        for (const keyGroup of runner.running()) for (const state of runner.task(keyGroup)?.queryableStates() ?? []) byName.set(state.name, state);
+        return [...byName.values()];
+      },
+    };
+    const server = await serveQueryableState(reader, serverOptions);
+    const url = advertise ?? server.url;
+    await commits.put(endpointKey(member.id), JSON.stringify({ url, maxParallelism } satisfies ScaleOutEndpoint));
+    let closed: Promise<void> | undefined;
+    return {
+      url: server.url,
+      close: () =>
+        (closed ??= (async () => {
+          // Only this server's record: a member started again elsewhere under the same id may have replaced it.
+          const entry = await commits.get(endpointKey(member.id)).catch(() => null);
+          if (entry?.operation === 'PUT' && entry.json<ScaleOutEndpoint>().url === url) await commits.delete(endpointKey(member.id), { previousSeq: entry.revision }).catch(() => undefined);
+          await server.close();
+          await connection.close().catch(() => undefined);
+        })()),
+    };
+  } catch (error) {
+    await connection.close().catch(() => undefined);
+    throw error;
+  }
+}
