@@ -1,0 +1,211 @@
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { promisify } from 'node:util';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ConnectorError, keyGroupOf, KeyGroupNotOwnedError, QueryableStateClient } from 'weir';
+import { assignedKeyGroups, keyGroupPartitions, natsObjectCheckpointStorage, scaleOutStatus, ScaleOutQueryClient, type ScaleOutStatus } from 'weir/node';
+import { ROOT } from '../../support/childJob';
+import { serverUp } from '../../support/servers';
+import { NATS, natsStreams, type NatsStreams } from '../connectors/natsStreams';
+
+const up = await serverUp('nats');
+
+const LEASE = 3000;
+const GROUPS = 8;
+const USERS = 40;
+const RECORDS = 400;
+const FIXTURE = `${ROOT}/test/node/scaleout/fixtures/scaleOutQueryMember.ts`;
+const BIN = `${ROOT}/bin/weir.js`;
+
+/** A member process, the lines it printed, and a wait for one. */
+interface Member {
+  readonly process: ChildProcess;
+  readonly lines: string[];
+  waitFor(match: (line: string) => boolean): Promise<string>;
+  readonly exited: Promise<number | null>;
+}
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Polls `read` until `done` holds for what it returns (the test's timeout bounds it); returns that. */
+async function until<T>(read: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
+  for (;;) {
+    const value = await read().catch(() => undefined);
+    if (value !== undefined && done(value)) return value;
+    await pause(200);
+  }
+}
+
+describe.skipIf(!up)('scale-out operations: the group status, weir inspect --group, and queries routed to a key\'s owner', () => {
+  const members: Member[] = [];
+  let streams: NatsStreams | undefined;
+  let group = '';
+  let bucket = '';
+
+  afterEach(async () => {
+    for (const member of members.splice(0)) {
+      if (member.process.exitCode === null && member.process.signalCode === null) member.process.kill('SIGKILL');
+      await member.exited;
+    }
+    if (streams === undefined) return;
+    for (const name of [`KV_${group}-leases`, `KV_${group}-commits`, `OBJ_${bucket}`]) await streams.jsm.streams.delete(name).catch(() => undefined);
+    await streams.removeAll();
+    streams = undefined;
+  });
+
+  const start = (id: string, input: string): Member => {
+    // From the sources under tsx, not a bundle: the query server's worker script is a file beside its module.
+    const child = spawn(process.execPath, [FIXTURE, NATS, group, id, String(GROUPS), String(LEASE), input, bucket], {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'inherit'],
+      env: { ...process.env, NODE_OPTIONS: '--import tsx' },
+    });
+    const lines: string[] = [];
+    const waiters: { match: (line: string) => boolean; resolve: (line: string) => void }[] = [];
+    let pending = '';
+    child.stdout!.on('data', (data: Buffer) => {
+      pending += data.toString();
+      let newline: number;
+      while ((newline = pending.indexOf('\n')) >= 0) {
+        const line = pending.slice(0, newline);
+        pending = pending.slice(newline + 1);
+        lines.push(line);
+        for (const waiter of [...waiters]) {
+          if (waiter.match(line)) {
+            waiters.splice(waiters.indexOf(waiter), 1);
+            waiter.resolve(line);
+          }
+        }
+      }
+    });
+    const member: Member = {
+      process: child,
+      lines,
+      waitFor: (match) => {
+        const seen = lines.find(match);
+        return seen !== undefined ? Promise.resolve(seen) : new Promise((resolve) => waiters.push({ match, resolve }));
+      },
+      exited: new Promise((resolve) => child.on('exit', (code) => resolve(code))),
+    };
+    members.push(member);
+    return member;
+  };
+  const weir = async (...args: string[]) => {
+    try {
+      const { stdout, stderr } = await promisify(execFile)(process.execPath, [BIN, ...args], { encoding: 'utf8' });
+      return { code: 0, stdout, stderr };
+    } catch (error) {
+      const failed = error as { code: number; stdout: string; stderr: string };
+      return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
+    }
+  };
+
+  it('shows members, owners and committed checkpoints, and answers a key from whichever member owns it, through a hand-over', { timeout: 300_000 }, async () => {
+    const id = randomBytes(4).toString('hex');
+    group = `weir-test-ops-${id}`;
+    bucket = `weir-test-ops-chk-${id}`;
+    streams = await natsStreams();
+    const input = await streams.create('wrops');
+    const partitions = keyGroupPartitions({ prefix: input, topic: 'in', maxParallelism: GROUPS });
+    const messages: [string, string][] = [];
+    for (let i = 0; i < RECORDS; i++) messages.push([partitions.subjectOfKey(`u${i % USERS}`), JSON.stringify({ user: `u${i % USERS}` })]);
+    await streams.publish(messages);
+
+    const a = start('m-a', input);
+    const b = start('m-b', input);
+    const urlOf = async (member: Member) => (await member.waitFor((line) => line.startsWith('serving '))).slice('serving '.length);
+    const [urlA, urlB] = [await urlOf(a), await urlOf(b)];
+    // Every key group owned as the assignment says, and committed by its owner (a hand-over's new owner commits its
+    // first checkpoint soon after it restored).
+    const expectedOwner = (kg: number) => (assignedKeyGroups('m-a', ['m-a', 'm-b'], GROUPS).includes(kg) ? 'm-a' : 'm-b');
+    const storage = natsObjectCheckpointStorage({ servers: NATS, bucket });
+    let status: ScaleOutStatus;
+    try {
+      status = await until(
+        () => scaleOutStatus({ servers: NATS, group, storage }),
+        (s) =>
+          s.members.length === 2 &&
+          s.members.every((m) => m.queryUrl !== undefined) &&
+          s.keyGroups.length === GROUPS &&
+          s.keyGroups.every((kg) => kg.owner === expectedOwner(kg.keyGroup) && kg.committedBy === kg.owner && kg.checkpoint?.id !== undefined),
+      );
+    } finally {
+      await storage.close();
+    }
+    expect(status.group).toBe(group);
+    expect(status.members.map((m) => [m.id, m.queryUrl])).toEqual([
+      ['m-a', urlA],
+      ['m-b', urlB],
+    ]);
+    for (const member of status.members) {
+      expect(member.owns).toEqual(assignedKeyGroups(member.id, ['m-a', 'm-b'], GROUPS));
+      expect(member.heartbeatAgeMs).toBeGreaterThanOrEqual(0);
+    }
+    for (const kg of status.keyGroups) {
+      expect(kg.checkpoint!.path).toMatch(new RegExp(`^${group}/kg-${kg.keyGroup}/t\\d+/${group}-kg${kg.keyGroup}/chk-${kg.checkpoint!.id}$`));
+      expect(kg.checkpoint!.timestamp).toBeGreaterThan(0);
+      expect(kg.token).toBeGreaterThan(0);
+    }
+    const owned = (member: string) => status.members.find((m) => m.id === member)!.owns;
+    expect(owned('m-a').length).toBeGreaterThan(0);
+    expect(owned('m-b').length).toBeGreaterThan(0);
+
+    // weir inspect prints the same, as a table or as JSON.
+    const shown = await weir('inspect', '--nats', NATS, '--group', group, '--bucket', bucket);
+    expect(shown.code, shown.stderr).toBe(0);
+    expect(shown.stdout).toContain(`scale-out group ${group}: 2 live members, ${GROUPS} of ${GROUPS} key groups owned`);
+    expect(shown.stdout).toMatch(/MEMBER\s+HEARTBEAT\s+KEY GROUPS\s+QUERIES/);
+    expect(shown.stdout).toMatch(new RegExp(`m-a\\s+\\d+\\.\\d s ago\\s+[\\d,-]+\\s+${urlA.replace(/[.]/g, '\\.')}`));
+    for (const kg of status.keyGroups) expect(shown.stdout).toMatch(new RegExp(`\\n\\s+${kg.keyGroup}\\s+${kg.owner}\\s+\\d+\\s+${kg.owner}\\s+${group}/kg-${kg.keyGroup}/\\S+\\s+\\d+\\s+\\d{4}-`));
+    const json = await weir('inspect', '--nats', NATS, '--group', group, '--json');
+    expect(json.code, json.stderr).toBe(0);
+    const parsed = JSON.parse(json.stdout) as ScaleOutStatus;
+    expect(parsed.members.map((m) => m.id)).toEqual(['m-a', 'm-b']);
+    expect(parsed.keyGroups.map((kg) => kg.owner)).toEqual(status.keyGroups.map((kg) => kg.owner));
+
+    // The client asks each key's owner: every user's count, wherever its key group lives.
+    const client = new ScaleOutQueryClient({ servers: NATS, group });
+    try {
+      const users = Array.from({ length: USERS }, (_, i) => `u${i}`);
+      const counts = async () => Promise.all(users.map((user) => client.get<number>('counts', user)));
+      expect(await until(counts, (values) => values.every((n) => n === RECORDS / USERS))).toEqual(users.map(() => RECORDS / USERS));
+      for (const user of users) {
+        const where = await client.ownerOf(user);
+        expect(where).toEqual({ keyGroup: keyGroupOf(user, GROUPS), owner: expectedOwner(keyGroupOf(user, GROUPS)), url: where.owner === 'm-a' ? urlA : urlB });
+      }
+
+      // Asked directly, a member answers only its own key groups; for the others it names the owner and its address.
+      const ofB = users.find((user) => expectedOwner(keyGroupOf(user, GROUPS)) === 'm-b')!;
+      const ofA = users.find((user) => expectedOwner(keyGroupOf(user, GROUPS)) === 'm-a')!;
+      expect(await new QueryableStateClient(urlA).get('counts', ofA)).toBe(RECORDS / USERS);
+      const misdirected = await new QueryableStateClient(urlA).get('counts', ofB).catch((error: unknown) => error);
+      expect(misdirected).toBeInstanceOf(KeyGroupNotOwnedError);
+      expect(misdirected).toMatchObject({ keyGroup: keyGroupOf(ofB, GROUPS), owner: 'm-b', url: urlB });
+      expect((misdirected as Error).message).toContain(`member 'm-a' of group '${group}' does not own key group ${keyGroupOf(ofB, GROUPS)} (key "${ofB}"): its owner is member 'm-b' at ${urlB}`);
+
+      // b leaves (SIGTERM): a takes its key groups over, restored from b's commits, and the client follows them.
+      b.process.kill('SIGTERM');
+      expect(await b.exited).toBe(0);
+      expect(await until(counts, (values) => values.every((n) => n === RECORDS / USERS))).toEqual(users.map(() => RECORDS / USERS));
+      expect(await client.ownerOf(ofB)).toEqual({ keyGroup: keyGroupOf(ofB, GROUPS), owner: 'm-a', url: urlA });
+      const after = await scaleOutStatus({ servers: NATS, group });
+      expect(after.members.map((m) => m.id)).toEqual(['m-a']);
+      expect(after.members[0]!.owns).toEqual(Array.from({ length: GROUPS }, (_, kg) => kg));
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('names the group and the way out when no member ever joined it, in scaleOutStatus and weir inspect', { timeout: 60_000 }, async () => {
+    const missing = `weir-test-ops-missing-${randomBytes(4).toString('hex')}`;
+    const failure = await scaleOutStatus({ servers: NATS, group: missing }).catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(ConnectorError);
+    expect((failure as Error).message).toContain(`scale-out group '${missing}' has no KV buckets '${missing}-leases' and '${missing}-commits' on this server`);
+    const shown = await weir('inspect', '--nats', NATS, '--group', missing);
+    expect(shown.code).toBe(1);
+    expect(shown.stderr).toContain('the buckets exist once a member joined');
+    const usage = await weir('inspect', '--group', missing);
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toContain('needs both --nats and --group');
+  });
+});
