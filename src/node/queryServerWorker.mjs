@@ -10,8 +10,8 @@ import { createServer } from 'node:http';
 import { extname, join } from 'node:path';
 import { parentPort, workerData } from 'node:worker_threads';
 
-/** @type {{ metrics: boolean, view: boolean, liveViewDir: string | undefined, port: number, host: string, token: string | undefined, maxBodyBytes: number, queryTimeoutMs: number, headersTimeoutMs: number, requestTimeoutMs: number, keepAliveTimeoutMs: number, maxConnections: number, apiPrefix: string, errorStatus: Record<string, number> }} */
-const { port, host, token, maxBodyBytes, queryTimeoutMs, headersTimeoutMs, requestTimeoutMs, keepAliveTimeoutMs, maxConnections, apiPrefix, errorStatus, metrics, view, liveViewDir } =
+/** @type {{ metrics: boolean, view: boolean, liveViewDir: string | undefined, port: number, host: string, token: string | undefined, maxBodyBytes: number, queryTimeoutMs: number, headersTimeoutMs: number, requestTimeoutMs: number, keepAliveTimeoutMs: number, maxConnections: number, apiPrefix: string, errorStatus: Record<string, number>, group: boolean }} */
+const { port, host, token, maxBodyBytes, queryTimeoutMs, headersTimeoutMs, requestTimeoutMs, keepAliveTimeoutMs, maxConnections, apiPrefix, errorStatus, metrics, view, liveViewDir, group } =
   workerData;
 const expected = token === undefined ? undefined : Buffer.from(`Bearer ${token}`);
 const jobThread = /** @type {import('node:worker_threads').MessagePort} */ (parentPort);
@@ -49,6 +49,7 @@ function parseRoute(pathname) {
   if (pathname === apiPrefix || pathname === `${apiPrefix}/`) return { kind: 'states' };
   if (metrics && pathname === '/metrics') return { kind: 'metrics' };
   if (view && pathname === '/v1/job') return { kind: 'view' };
+  if (group && pathname === '/v1/group') return { kind: 'group' };
   const match = /^\/v1\/states\/([^/]+)\/(get|keys)$/.exec(pathname);
   if (!match) throw new HttpError('not-found', `no such endpoint ${pathname}; use ${apiPrefix}, ${apiPrefix}/<name>/get or ${apiPrefix}/<name>/keys`);
   try {
@@ -139,7 +140,7 @@ async function handle(request, response) {
   const route = parseRoute(url.pathname);
   if (method !== 'GET' && method !== 'POST') throw new HttpError('method-not-allowed', `${method} is not supported: this server is read-only (GET and POST)`, { allow: 'GET, POST' });
   const query =
-    route.kind === 'states' || route.kind === 'metrics' || route.kind === 'view'
+    route.kind === 'states' || route.kind === 'metrics' || route.kind === 'view' || route.kind === 'group'
       ? { route }
       : method === 'POST'
         ? { route, body: await readBody(request) }

@@ -68,7 +68,7 @@ interface ForwardedQuery {
   readonly id: number;
   /** The client's address, for the rate limit. */
   readonly client: string;
-  readonly route: { kind: 'states' } | { kind: 'metrics' } | { kind: 'view' } | { kind: 'get' | 'keys'; name: string };
+  readonly route: { kind: 'states' } | { kind: 'metrics' } | { kind: 'view' } | { kind: 'group' } | { kind: 'get' | 'keys'; name: string };
   readonly params?: Record<string, unknown>;
   readonly body?: string;
 }
@@ -100,7 +100,8 @@ class QueryError extends Error {
  * await serveQueryableState(running, { port: 9870, metrics: true });   // curl http://127.0.0.1:9870/metrics
  */
 export async function serveQueryableState(
-  running: QueryableStateReader & Partial<MetricsSource> & { view?(): JobView },
+  // `group`: a scale-out member's reader (serveScaleOutQueries) serves its group's status at GET /v1/group.
+  running: QueryableStateReader & Partial<MetricsSource> & { view?(): JobView; group?(): Promise<unknown> },
   options: QueryableStateServerOptions,
 ): Promise<QueryableStateServer> {
   const { port, host = '127.0.0.1', token, maxBodyBytes = 16 * 1024, rateLimit = { requests: 2_000, perMs: 1_000 }, queryTimeoutMs = 10_000 } = options;
@@ -133,6 +134,7 @@ export async function serveQueryableState(
     const { route } = query;
     if (route.kind === 'states') return ok({ states: running.queryableStates() });
     if (route.kind === 'view') return { status: 200, headers: { 'cache-control': 'no-store' }, body: JSON.stringify(running.view!()) };
+    if (route.kind === 'group') return { status: 200, headers: { 'cache-control': 'no-store' }, body: JSON.stringify(await running.group!()) };
     if (route.kind === 'metrics') return { status: 200, headers: { 'content-type': metrics!.contentType, 'cache-control': 'no-store' }, body: await metrics!.metrics() };
     const body = query.body === undefined ? (query.params ?? {}) : parseBody(query.body);
     if (route.kind === 'get') {
@@ -157,6 +159,7 @@ export async function serveQueryableState(
       apiPrefix: API_PREFIX,
       metrics: metrics !== undefined,
       view: typeof running.view === 'function',
+      group: typeof running.group === 'function',
       liveViewDir,
       errorStatus: ERROR_STATUS,
     },

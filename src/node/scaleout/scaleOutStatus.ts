@@ -1,4 +1,4 @@
-import { Kvm, type KV } from '@nats-io/kv';
+import { Kvm, type KV, type KvEntry } from '@nats-io/kv';
 import { ConnectorError, JobDefinitionError } from '../../core/errors.js';
 import type { CheckpointStorage } from '../../core/types.js';
 import { checkMetadata } from '../../checkpoint/loadCheckpoint.js';
@@ -72,44 +72,67 @@ export async function scaleOutStatus(options: ScaleOutStatusOptions): Promise<Sc
   const connection = lazyNatsConnection({ ...connectOptions, servers });
   try {
     const { leases, commits } = await openGroup(connection, group);
-    const now = Date.now();
-    const heartbeats = await entries(leases, 'members.*');
-    const leaseEntries = await entries(leases, 'kg.*');
-    const commitEntries = await entries(commits, 'kg.*');
-    const endpoints = await entries(commits, 'endpoints.*');
-
-    const numbers = new Set<number>();
-    for (const key of [...leaseEntries.keys(), ...commitEntries.keys()]) numbers.add(Number(key.slice('kg.'.length)));
-    const keyGroups: KeyGroupStatus[] = [];
-    for (const keyGroup of [...numbers].sort((a, b) => a - b)) {
-      const held = leaseEntries.get(`kg.${keyGroup}`);
-      const commit = commitEntries.get(`kg.${keyGroup}`);
-      const record = commit === undefined ? undefined : (commit.json<{ owner?: string; value?: { checkpoint?: unknown } | null }>() ?? undefined);
-      const path = typeof record?.value?.checkpoint === 'string' ? record.value.checkpoint : undefined;
-      keyGroups.push({
-        keyGroup,
-        owner: held?.string(),
-        token: commit?.revision,
-        committedBy: record?.owner,
-        ...(path === undefined ? {} : { checkpoint: storage === undefined ? { path } : await describeCheckpoint(storage, path) }),
-      });
-    }
-    const members = [...heartbeats.entries()]
-      .map(([key, entry]): ScaleOutMemberStatus => {
-        const id = key.slice('members.'.length);
-        const endpoint = endpoints.get(endpointKey(id))?.json<ScaleOutEndpoint>();
-        return {
-          id,
-          heartbeatAgeMs: Math.max(0, now - entry.created.getTime()),
-          owns: keyGroups.filter((kg) => kg.owner === id).map((kg) => kg.keyGroup),
-          ...(typeof endpoint?.url === 'string' ? { queryUrl: endpoint.url } : {}),
-        };
-      })
-      .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-    return { group, members, keyGroups };
+    return await readGroupStatus(group, leases, commits, storage);
   } finally {
     await connection.close().catch(() => undefined);
   }
+}
+
+/** The status read from a group's open buckets (`scaleOutStatus`, and a member's `GET /v1/group`). */
+export async function readGroupStatus(group: string, leases: KV, commits: KV, storage?: CheckpointStorage): Promise<ScaleOutStatus> {
+  const now = Date.now();
+  const heartbeats = await entries(leases, 'members.*');
+  const leaseEntries = await entries(leases, 'kg.*');
+  const commitEntries = await entries(commits, 'kg.*');
+  const endpoints = await entries(commits, 'endpoints.*');
+
+  const numbers = new Set<number>();
+  for (const key of [...leaseEntries.keys(), ...commitEntries.keys()]) numbers.add(Number(key.slice('kg.'.length)));
+  const keyGroups: KeyGroupStatus[] = [];
+  for (const keyGroup of [...numbers].sort((a, b) => a - b)) {
+    const held = leaseEntries.get(`kg.${keyGroup}`);
+    let commit = commitEntries.get(`kg.${keyGroup}`);
+    let checkpoint: KeyGroupStatus['checkpoint'];
+    // A task commits every checkpoint interval and then drops the checkpoint before: one read between the commit
+    // record and its `_metadata` may find it gone. The commit record moved on then; a few reads catch up with it.
+    for (let attempt = 0; ; attempt++) {
+      const path = committedPath(commit);
+      checkpoint = path === undefined ? undefined : storage === undefined ? { path } : await describeCheckpoint(storage, path);
+      if (checkpoint?.error === undefined || attempt >= 4) break;
+      const again = await commits.get(`kg.${keyGroup}`);
+      if (again === null || again.operation !== 'PUT' || again.revision === commit?.revision) break;
+      commit = again;
+    }
+    keyGroups.push({
+      keyGroup,
+      owner: held?.string(),
+      token: commit?.revision,
+      committedBy: commit?.json<CommitRecord>()?.owner,
+      ...(checkpoint === undefined ? {} : { checkpoint }),
+    });
+  }
+  const members = [...heartbeats.entries()]
+    .map(([key, entry]): ScaleOutMemberStatus => {
+      const id = key.slice('members.'.length);
+      const endpoint = endpoints.get(endpointKey(id))?.json<ScaleOutEndpoint>();
+      return {
+        id,
+        heartbeatAgeMs: Math.max(0, now - entry.created.getTime()),
+        owns: keyGroups.filter((kg) => kg.owner === id).map((kg) => kg.keyGroup),
+        ...(typeof endpoint?.url === 'string' ? { queryUrl: endpoint.url } : {}),
+      };
+    })
+    .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  return { group, members, keyGroups };
+}
+
+/** A key group's commit record, as `joinScaleOut` writes it and `runScaleOut` fills its value. */
+type CommitRecord = { owner?: string; value?: { checkpoint?: unknown } | null };
+
+/** The checkpoint path a commit record points at, if any. */
+function committedPath(entry: KvEntry | undefined): string | undefined {
+  const checkpoint = entry?.json<CommitRecord>()?.value?.checkpoint;
+  return typeof checkpoint === 'string' ? checkpoint : undefined;
 }
 
 /** The group's two buckets, opened without creating them: a group no member ever joined is an error that says so. */
@@ -136,7 +159,7 @@ export async function openGroup(connection: LazyNatsConnection, group: string): 
 
 /** The current entries of a bucket whose keys match `filter` (deleted and expired keys are not listed). */
 async function entries(kv: KV, filter: string) {
-  const found = new Map<string, NonNullable<Awaited<ReturnType<KV['get']>>>>();
+  const found = new Map<string, KvEntry>();
   for await (const key of await kv.keys(filter)) {
     const entry = await kv.get(key);
     if (entry !== null && entry.operation === 'PUT') found.set(key, entry);

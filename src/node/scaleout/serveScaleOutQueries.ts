@@ -1,5 +1,5 @@
 import { keyGroupOf } from '../../core/keyGroups.js';
-import type { Key } from '../../core/types.js';
+import type { CheckpointStorage, Key } from '../../core/types.js';
 import { InvalidQueryError, KeyGroupNotOwnedError } from '../../query/queryErrors.js';
 import type { QueryableStateInfo } from '../../query/queryableStateRegistry.js';
 import type { KeyPage, QueryableStateReader, QueryOptions } from '../../query/stateQueries.js';
@@ -7,7 +7,7 @@ import type { NatsConnectOptions } from '../connectors/nats/natsConnection.js';
 import { lazyNatsConnection } from '../connectors/nats/natsConnection.js';
 import { serveQueryableState, type QueryableStateServer, type QueryableStateServerOptions } from '../queryableStateServer.js';
 import type { ScaleOutRunner } from './runScaleOut.js';
-import { endpointKey, openGroup, type ScaleOutEndpoint } from './scaleOutStatus.js';
+import { endpointKey, openGroup, readGroupStatus, type ScaleOutEndpoint, type ScaleOutStatus } from './scaleOutStatus.js';
 
 export interface ServeScaleOutQueriesOptions extends Omit<QueryableStateServerOptions, 'metrics' | 'liveView'> {
   /** The NATS servers of the runner's group, where the member advertises its address. */
@@ -15,6 +15,8 @@ export interface ServeScaleOutQueriesOptions extends Omit<QueryableStateServerOp
   connection?: Omit<NatsConnectOptions, 'servers'>;
   /** The URL other processes reach this server at (the server's own `url` by default: fine on one host or 0.0.0.0's). */
   advertise?: string;
+  /** The members' shared checkpoint storage: given, `GET /v1/group` shows each committed checkpoint's id and time. */
+  storage?: CheckpointStorage;
 }
 
 /**
@@ -22,7 +24,8 @@ export interface ServeScaleOutQueriesOptions extends Omit<QueryableStateServerOp
  * `serveQueryableState`'s server, and advertises its address in the group's commits bucket (`endpoints.<member>`)
  * for `ScaleOutQueryClient`. A key is answered by the task of its key group (`keyGroupOf(key, maxParallelism)`) when
  * it runs here; a key of a key group owned elsewhere gets `KeyGroupNotOwnedError` (HTTP 421) naming its owner and
- * where that one serves. Key listings (`keys`) span members and are not served.
+ * where that one serves. Key listings (`keys`) span members and are not served. `GET /v1/group` answers the group's
+ * status (`scaleOutStatus`: members, owners, committed checkpoints) with this member's id and running key groups.
  * @example
  * const runner = await runScaleOut(define, options);
  * const server = await serveScaleOutQueries(runner, { servers, port: 0 });
@@ -30,7 +33,7 @@ export interface ServeScaleOutQueriesOptions extends Omit<QueryableStateServerOp
  * await client.get('counts', 'ann');   // asked of whichever member owns ann's key group
  */
 export async function serveScaleOutQueries(runner: ScaleOutRunner, options: ServeScaleOutQueriesOptions): Promise<QueryableStateServer> {
-  const { servers, connection: connectOptions, advertise, ...serverOptions } = options;
+  const { servers, connection: connectOptions, advertise, storage, ...serverOptions } = options;
   const { group, maxParallelism, member } = runner;
   const connection = lazyNatsConnection({ ...connectOptions, servers });
   try {
@@ -47,7 +50,7 @@ export async function serveScaleOutQueries(runner: ScaleOutRunner, options: Serv
         url,
       );
     };
-    const reader: QueryableStateReader = {
+    const reader: QueryableStateReader & { group(): Promise<ScaleOutStatus & { member: string; running: number[] }> } = {
       async query<T>(name: string, key: Key, queryOptions?: QueryOptions): Promise<T | undefined> {
         const keyGroup = keyGroupOf(key, maxParallelism);
         const task = runner.task(keyGroup);
@@ -62,6 +65,8 @@ export async function serveScaleOutQueries(runner: ScaleOutRunner, options: Serv
         for (const keyGroup of runner.running()) for (const state of runner.task(keyGroup)?.queryableStates() ?? []) byName.set(state.name, state);
         return [...byName.values()];
       },
+      // GET /v1/group: the group as `scaleOutStatus` reads it, with which member answered and the tasks it runs.
+      group: async () => ({ member: member.id, running: runner.running(), ...(await readGroupStatus(group, leases, commits, storage)) }),
     };
     const server = await serveQueryableState(reader, serverOptions);
     const url = advertise ?? server.url;

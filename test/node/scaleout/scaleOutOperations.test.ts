@@ -10,7 +10,8 @@ import { NATS, natsStreams, type NatsStreams } from '../connectors/natsStreams';
 
 const up = await serverUp('nats');
 
-const LEASE = 3000;
+// Long enough that a member on this loaded machine renews in time (a hand-over on SIGTERM does not wait for it).
+const LEASE = 10_000;
 const GROUPS = 8;
 const USERS = 40;
 const RECORDS = 400;
@@ -27,9 +28,15 @@ interface Member {
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** Members that exit unasked for (fenced, failed) end the test at once, with what they printed. */
+const running = new Set<Member>();
+
 /** Polls `read` until `done` holds for what it returns (the test's timeout bounds it); returns that. */
 async function until<T>(read: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
   for (;;) {
+    for (const member of running) {
+      if (member.process.exitCode !== null) throw new Error(`a member exited (${member.process.exitCode}) unasked for:\n${member.lines.join('\n')}`);
+    }
     const value = await read().catch(() => undefined);
     if (value !== undefined && done(value)) return value;
     await pause(200);
@@ -43,6 +50,7 @@ describe.skipIf(!up)('scale-out operations: the group status, weir inspect --gro
   let bucket = '';
 
   afterEach(async () => {
+    running.clear();
     for (const member of members.splice(0)) {
       if (member.process.exitCode === null && member.process.signalCode === null) member.process.kill('SIGKILL');
       await member.exited;
@@ -88,6 +96,7 @@ describe.skipIf(!up)('scale-out operations: the group status, weir inspect --gro
       exited: new Promise((resolve) => child.on('exit', (code) => resolve(code))),
     };
     members.push(member);
+    running.add(member);
     return member;
   };
   const weir = async (...args: string[]) => {
@@ -163,6 +172,13 @@ describe.skipIf(!up)('scale-out operations: the group status, weir inspect --gro
     expect(parsed.members.map((m) => m.id)).toEqual(['m-a', 'm-b']);
     expect(parsed.keyGroups.map((kg) => kg.owner)).toEqual(status.keyGroups.map((kg) => kg.owner));
 
+    // Each member's query server answers the group's status too, with which member it is and the tasks it runs.
+    const served = (await (await fetch(`${urlA}/v1/group`)).json()) as ScaleOutStatus & { member: string; running: number[] };
+    expect(served.member).toBe('m-a');
+    expect(served.running).toEqual(owned('m-a'));
+    expect(served.members.map((m) => [m.id, m.owns])).toEqual(status.members.map((m) => [m.id, m.owns]));
+    expect(served.keyGroups.map((kg) => kg.checkpoint?.path)).toEqual(status.keyGroups.map((kg) => kg.checkpoint?.path));
+
     // The client asks each key's owner: every user's count, wherever its key group lives.
     const client = new ScaleOutQueryClient({ servers: NATS, group });
     try {
@@ -184,6 +200,7 @@ describe.skipIf(!up)('scale-out operations: the group status, weir inspect --gro
       expect((misdirected as Error).message).toContain(`member 'm-a' of group '${group}' does not own key group ${keyGroupOf(ofB, GROUPS)} (key "${ofB}"): its owner is member 'm-b' at ${urlB}`);
 
       // b leaves (SIGTERM): a takes its key groups over, restored from b's commits, and the client follows them.
+      running.delete(b);
       b.process.kill('SIGTERM');
       expect(await b.exited).toBe(0);
       expect(await until(counts, (values) => values.every((n) => n === RECORDS / USERS))).toEqual(users.map(() => RECORDS / USERS));
