@@ -40,6 +40,8 @@ export class ScaleOutQueryClient {
   private readonly connection;
   private buckets: Promise<{ leases: KV; commits: KV }> | undefined;
   private readonly clients = new Map<string, QueryableStateClient>();
+  /** The group's number of key groups, fixed for its life: read once. */
+  private maxParallelism: number | undefined;
 
   constructor(private readonly options: ScaleOutQueryClientOptions) {
     const { servers, connection, group, timeoutMs = 30_000 } = options;
@@ -73,11 +75,12 @@ export class ScaleOutQueryClient {
       throw error;
     }));
     // Every member advertises the group's number of key groups with its address; any one will do.
-    let maxParallelism: number | undefined;
-    for await (const name of await commits.keys(endpointKey('*'))) {
-      const entry = await commits.get(name);
-      if (entry?.operation === 'PUT') maxParallelism = entry.json<ScaleOutEndpoint>().maxParallelism;
-      if (maxParallelism !== undefined) break;
+    let maxParallelism = this.maxParallelism;
+    if (maxParallelism === undefined) {
+      for await (const name of await commits.keys(endpointKey('*'))) {
+        const entry = await commits.get(name);
+        if (entry?.operation === 'PUT') maxParallelism = this.maxParallelism = entry.json<ScaleOutEndpoint>().maxParallelism;
+      }
     }
     if (maxParallelism === undefined) throw new KeyGroupNotOwnedError(`group '${group}': no member serves queries; start serveScaleOutQueries(runner, …) in its members`, undefined, undefined, undefined);
     const keyGroup = keyGroupOf(key, maxParallelism);

@@ -1,6 +1,6 @@
 import { keyGroupOf } from '../../core/keyGroups.js';
 import type { CheckpointStorage, Key } from '../../core/types.js';
-import { InvalidQueryError, KeyGroupNotOwnedError } from '../../query/queryErrors.js';
+import { InvalidQueryError, KeyGroupNotOwnedError, QueryableStateUnavailableError } from '../../query/queryErrors.js';
 import type { QueryableStateInfo } from '../../query/queryableStateRegistry.js';
 import type { KeyPage, QueryableStateReader, QueryOptions } from '../../query/stateQueries.js';
 import type { NatsConnectOptions } from '../connectors/nats/natsConnection.js';
@@ -23,7 +23,8 @@ export interface ServeScaleOutQueriesOptions extends Omit<QueryableStateServerOp
  * Serves queries of the state of the key groups a scale-out member owns (Kafka Streams' interactive queries), with
  * `serveQueryableState`'s server, and advertises its address in the group's commits bucket (`endpoints.<member>`)
  * for `ScaleOutQueryClient`. A key is answered by the task of its key group (`keyGroupOf(key, maxParallelism)`) when
- * it runs here; a key of a key group owned elsewhere gets `KeyGroupNotOwnedError` (HTTP 421) naming its owner and
+ * it runs here (`QueryableStateUnavailableError`, 503, while its task starts); a key of a key group owned elsewhere
+ * gets `KeyGroupNotOwnedError` (HTTP 421) naming its owner and
  * where that one serves. Key listings (`keys`) span members and are not served. `GET /v1/group` answers the group's
  * status (`scaleOutStatus`: members, owners, committed checkpoints) with this member's id and running key groups.
  * @example
@@ -38,8 +39,10 @@ export async function serveScaleOutQueries(runner: ScaleOutRunner, options: Serv
   const connection = lazyNatsConnection({ ...connectOptions, servers });
   try {
     const { leases, commits } = await openGroup(connection, group);
-    const notOwned = async (keyGroup: number, key: Key): Promise<KeyGroupNotOwnedError> => {
+    const notOwned = async (keyGroup: number, key: Key): Promise<Error> => {
       const owner = (await leases.get(`kg.${keyGroup}`).catch(() => null))?.string() || undefined;
+      // Claimed, and its task not started yet (restoring, or waiting for its former owner's hand-over).
+      if (owner === member.id) return new QueryableStateUnavailableError(`member '${member.id}' of group '${group}' is starting key group ${keyGroup}'s task; ask again shortly`);
       const endpoint = owner === undefined ? null : await commits.get(endpointKey(owner)).catch(() => null);
       const url = endpoint?.operation === 'PUT' ? endpoint.json<ScaleOutEndpoint>().url : undefined;
       const where = owner === undefined ? 'it has no owner right now (being handed over); ask again shortly' : `its owner is member '${owner}'${url === undefined ? ', which serves no queries' : ` at ${url}`}`;
