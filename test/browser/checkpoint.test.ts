@@ -78,9 +78,10 @@ describe('a keyed job with IndexedDB checkpoints', () => {
     const bytes = await storage.read(`sums/chk-2/${name}`);
     const header = new TextDecoder().decode(bytes.subarray(0, bytes.indexOf(10)));
     expect(header).toMatch(/^\{"weir":"state","version":4,"length":\d+,"xxh32":-?\d+\}$/);
-    const digit = bytes.findLastIndex((byte) => byte >= 0x31 && byte <= 0x38);
-    bytes[digit]! += 1;
-    await set(`sums/chk-2/${name}`, new Blob([bytes]), files);
+    let digit = bytes.length - 1;
+    while (!(bytes[digit]! >= 0x31 && bytes[digit]! <= 0x38)) digit--;
+    bytes[digit] = bytes[digit]! + 1;
+    await set(`sums/chk-2/${name}`, new Blob([bytes as Uint8Array<ArrayBuffer>]), files);
 
     const failed = sumsJob({ checkpoints: { storage } }, fromArray(readings)).job.start({ restore: 'sums/chk-2' }).done;
     await expect(failed).rejects.toThrow(CheckpointCorruptedError);

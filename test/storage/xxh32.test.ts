@@ -38,7 +38,7 @@ describe('xxh32', () => {
     const hash = xxh32(bytes);
     for (const at of [0, 7, 500, 995, 1001, 1002]) {
       const damaged = bytes.slice();
-      damaged[at] ^= 0x01;
+      damaged[at] = damaged[at]! ^ 0x01;
       expect(xxh32(damaged)).not.toBe(hash);
     }
   });
@@ -52,7 +52,7 @@ describe('a version-4 file (XXH32, as browsers write it)', () => {
 
   it('with a damaged byte is a CheckpointCorruptedError naming it', () => {
     const file = version4File('metadata', { id: 12345 });
-    file[file.length - 3] += 1;
+    file[file.length - 3] = file[file.length - 3]! + 1;
     expect(() => decodeFile('metadata', file, 'chk-1/_metadata')).toThrow(CheckpointCorruptedError);
     expect(() => decodeFile('metadata', file, 'chk-1/_metadata')).toThrow(/chk-1\/_metadata: checksum mismatch/);
   });
