@@ -25,11 +25,16 @@ export function xxh32(bytes: Uint8Array): number {
     let v2 = PRIME2;
     let v3 = 0;
     let v4 = -PRIME1 | 0;
+    // The rotations written out: the loop runs once per 16 bytes and must not depend on V8 inlining a call.
     for (const last = length - 16; at <= last; at += 16) {
-      v1 = Math.imul(rotl(v1 + Math.imul(view.getInt32(at, true), PRIME2), 13), PRIME1);
-      v2 = Math.imul(rotl(v2 + Math.imul(view.getInt32(at + 4, true), PRIME2), 13), PRIME1);
-      v3 = Math.imul(rotl(v3 + Math.imul(view.getInt32(at + 8, true), PRIME2), 13), PRIME1);
-      v4 = Math.imul(rotl(v4 + Math.imul(view.getInt32(at + 12, true), PRIME2), 13), PRIME1);
+      v1 = (v1 + Math.imul(view.getInt32(at, true), PRIME2)) | 0;
+      v1 = Math.imul((v1 << 13) | (v1 >>> 19), PRIME1);
+      v2 = (v2 + Math.imul(view.getInt32(at + 4, true), PRIME2)) | 0;
+      v2 = Math.imul((v2 << 13) | (v2 >>> 19), PRIME1);
+      v3 = (v3 + Math.imul(view.getInt32(at + 8, true), PRIME2)) | 0;
+      v3 = Math.imul((v3 << 13) | (v3 >>> 19), PRIME1);
+      v4 = (v4 + Math.imul(view.getInt32(at + 12, true), PRIME2)) | 0;
+      v4 = Math.imul((v4 << 13) | (v4 >>> 19), PRIME1);
     }
     hash = (rotl(v1, 1) + rotl(v2, 7) + rotl(v3, 12) + rotl(v4, 18)) | 0;
   } else hash = PRIME5;
