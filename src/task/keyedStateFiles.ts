@@ -113,6 +113,8 @@ export async function writeFlatChunks(
   setAside: boolean,
   aborted: () => boolean,
   write: WriteStateFile,
+  /** At most how many entries the pieces hold (`KeyedSnapshot.entries`), to size each file's buffer once. */
+  totalEntries?: number,
 ): Promise<boolean> {
   const { uid, subtask, range } = task;
   const iterator = pieces[Symbol.iterator]();
@@ -123,9 +125,11 @@ export async function writeFlatChunks(
   let next = materialize();
   if (next.done) return write(stateFileName(uid, subtask, range), [range.start, range.end], { uid, keyed: { states: [], keyGroups: [] }, operator }, []);
   const inFlight = new WritesInFlight(IN_FLIGHT_BYTES);
+  let written = 0;
   for (let index = 0; !next.done; index++) {
     const fileRange: [number, number] = next.value.range ?? [range.start, range.end];
-    const file = new FlatStateFileBuilder(uid, next.value.states, fileRange);
+    const expected = totalEntries === undefined ? 0 : Math.min(fileEntries, totalEntries - written);
+    const file = new FlatStateFileBuilder(uid, next.value.states, fileRange, expected);
     const fileValues = values;
     for (let slice = 0; ; ) {
       file.add(next.value);
@@ -146,6 +150,7 @@ export async function writeFlatChunks(
     }
     const single = index === 0 && next.done === true;
     const name = single ? stateFileName(uid, subtask, range) : `${stateFileName(uid, subtask, { start: fileRange[0], end: fileRange[1] })}.${index}`;
+    written += file.entries;
     const bytes = file.finish(index === 0 ? operator : undefined, fileValues.length);
     if (!(await inFlight.room())) return false;
     inFlight.add(write(name, single ? [range.start, range.end] : fileRange, bytes, fileValues), bytes.length);

@@ -157,7 +157,7 @@ export class SnapshotWriter {
           const setAside = storage.writeStructured !== undefined && target.kind === 'checkpoint';
           if (changes === undefined && state.keyed.flatChunks === true) {
             const pieces = state.keyed.materializeChunks(PIECE_ENTRIES);
-            written = await writeFlatChunks(pieces, { uid, subtask, range }, operator, CHUNK_ENTRIES, setAside, () => running.ended, write);
+            written = await writeFlatChunks(pieces, { uid, subtask, range }, operator, CHUNK_ENTRIES, setAside, () => running.ended, write, state.keyed.entries);
           } else {
             const chunks = (changes ?? state.keyed.materializeChunks).call(state.keyed, CHUNK_ENTRIES);
             written = await writeChunks(chunks, { uid, subtask, range }, operator, setAside, write);
