@@ -7,14 +7,18 @@ export interface CheckpointStorage {
   readonly location: string;
   /** Largest snapshot of one operator this storage accepts, in bytes (Flink's memory storage limit). */
   readonly maxStateSize?: number;
-  /** Writes all bytes or nothing: a reader never sees a torn file. */
+  /**
+   * Writes all bytes or nothing: a reader never sees a torn file. Once the promise settles, the caller reuses `data`
+   * (checkpoints write their next files into it): a storage that keeps the bytes after that keeps a copy.
+   */
   write(path: string, data: Uint8Array): Promise<void>;
   /** Reads a file; rejects with `CheckpointNotFoundError` when it does not exist. */
   read(path: string): Promise<Uint8Array>;
   /**
    * Optional, for storages that keep structured-clone values (IndexedDB): writes a state file with values kept
    * beside its bytes, all or nothing. Checkpoints then set rich state values (Map, Set, Date, BigInt, …) aside for
-   * the storage to clone instead of encoding them with superjson; `readStructured` must give them back.
+   * the storage to clone instead of encoding them with superjson; `readStructured` must give them back. `data` is
+   * reused once the promise settles, as with `write`.
    */
   writeStructured?(path: string, data: Uint8Array, values: readonly unknown[]): Promise<void>;
   /** With `writeStructured`: a file's bytes and the values kept beside them (none for a file written by `write`). */

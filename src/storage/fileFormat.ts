@@ -1,6 +1,7 @@
 import CRC32 from 'crc-32';
 import { CheckpointCorruptedError } from '../core/errors.js';
 import { revivingSetAside } from '../state/setAsideValues.js';
+import { BufferPool } from './bufferPool.js';
 
 /**
  * Every persisted file: one header line of JSON — `{"weir":"state","version":1,"length":N,"crc32":C}` — then N bytes of
@@ -90,6 +91,7 @@ export function encodeFile(kind: FileKind, payload: unknown, setAside = 0): Uint
  * (copied, then promoted), and joining them with commas made cons strings that encoding flattened (copied again).
  * The file is one buffer sized from the bytes per entry of its first pieces (`expectedEntries`), grown only when
  * the guess falls short: a buffer growing by doubling made V8 collect garbage more often (external memory counts).
+ * Buffers come from `pool`, where the caller gives the file's back once written (see `BufferPool`).
  */
 export class FlatStateFileBuilder {
   /** Room for the header, then the body so far: the payload's head and the `flat` list, left open. */
@@ -107,8 +109,9 @@ export class FlatStateFileBuilder {
     private readonly range: readonly [number, number],
     /** About how many entries the file will hold, to size its buffer; unknown, it grows as needed. */
     private readonly expectedEntries = 0,
+    private readonly pool = new BufferPool(0),
   ) {
-    this.body = new ByteList(MAX_HEADER + INITIAL_BYTES);
+    this.body = new ByteList(pool, MAX_HEADER + INITIAL_BYTES);
     this.body.length = MAX_HEADER;
     this.body.append(`{"uid":${JSON.stringify(uid)},"keyed":{"states":${JSON.stringify(states)},"keyGroups":[]`);
   }
@@ -124,7 +127,7 @@ export class FlatStateFileBuilder {
     }
     if (flatNamespaced !== undefined && flatNamespaced.length > 0) {
       const first = this.namespaced === undefined;
-      this.namespaced ??= new ByteList(INITIAL_BYTES);
+      this.namespaced ??= new ByteList(this.pool, INITIAL_BYTES);
       this.namespaced.appendItems(JSON.stringify(flatNamespaced), !first);
     }
     this.entries += (flat?.length ?? 0) / 3 + (flatNamespaced?.length ?? 0) / 4;
@@ -149,6 +152,7 @@ export class FlatStateFileBuilder {
       body.append(',"flatNamespaced":');
       body.appendBytes(namespaced.bytes.subarray(0, namespaced.length));
       body.append(']');
+      this.pool.give(namespaced.bytes);
     }
     const tail = operator === undefined ? '' : `,"operator":${JSON.stringify(operator) ?? 'null'}`;
     body.append(`,"range":${JSON.stringify(this.range)}}${tail}}`);
@@ -162,13 +166,13 @@ export class FlatStateFileBuilder {
 /** Bytes a file's buffer starts with, before its first pieces tell how many it needs. */
 const INITIAL_BYTES = 64 * 1024;
 
-/** UTF-8 bytes written one after the other into one buffer, grown when full. */
+/** UTF-8 bytes written one after the other into one buffer (from `pool`), grown when full. */
 class ByteList {
   bytes: Uint8Array;
   length = 0;
 
-  constructor(capacity: number) {
-    this.bytes = new Uint8Array(capacity);
+  constructor(private readonly pool: BufferPool, capacity: number) {
+    this.bytes = pool.take(capacity);
   }
 
   /** Appends `text` as UTF-8. */
@@ -207,8 +211,9 @@ class ByteList {
   }
 
   private grow(needed: number): void {
-    const bytes = new Uint8Array(Math.max(needed, Math.ceil(this.bytes.length * 1.5)));
+    const bytes = this.pool.take(needed, Math.ceil(this.bytes.length * 1.5));
     bytes.set(this.bytes.subarray(0, this.length));
+    this.pool.give(this.bytes);
     this.bytes = bytes;
   }
 }

@@ -1,6 +1,7 @@
 import type { Json, KeyGroupRange, KeyedStatePayload } from '../core/types.js';
 import { yieldToEventLoop } from '../core/yieldToEventLoop.js';
 import { settingAside } from '../state/setAsideValues.js';
+import type { BufferPool } from '../storage/bufferPool.js';
 import { FlatStateFileBuilder } from '../storage/fileFormat.js';
 import { stateFileName, type OperatorStatePayload } from '../storage/layout.js';
 import { WritesInFlight } from './writesInFlight.js';
@@ -115,6 +116,8 @@ export async function writeFlatChunks(
   write: WriteStateFile,
   /** At most how many entries the pieces hold (`KeyedSnapshot.entries`), to size each file's buffer once. */
   totalEntries?: number,
+  /** Where the files' buffers come from, and go back to once written. */
+  buffers?: BufferPool,
 ): Promise<boolean> {
   const { uid, subtask, range } = task;
   const iterator = pieces[Symbol.iterator]();
@@ -129,7 +132,7 @@ export async function writeFlatChunks(
   for (let index = 0; !next.done; index++) {
     const fileRange: [number, number] = next.value.range ?? [range.start, range.end];
     const expected = totalEntries === undefined ? 0 : Math.min(fileEntries, totalEntries - written);
-    const file = new FlatStateFileBuilder(uid, next.value.states, fileRange, expected);
+    const file = new FlatStateFileBuilder(uid, next.value.states, fileRange, expected, buffers);
     const fileValues = values;
     for (let slice = 0; ; ) {
       file.add(next.value);
@@ -153,7 +156,10 @@ export async function writeFlatChunks(
     written += file.entries;
     const bytes = file.finish(index === 0 ? operator : undefined, fileValues.length);
     if (!(await inFlight.room())) return false;
-    inFlight.add(write(name, single ? [range.start, range.end] : fileRange, bytes, fileValues), bytes.length);
+    const writing = write(name, single ? [range.start, range.end] : fileRange, bytes, fileValues);
+    // Written, the storage holds no reference to the bytes any more (see `CheckpointStorage.write`).
+    if (buffers !== undefined) writing.then(() => buffers.give(bytes), () => undefined);
+    inFlight.add(writing, bytes.length);
   }
   return inFlight.settle();
 }
