@@ -1,6 +1,7 @@
 import CRC32 from 'crc-32';
 import { CheckpointCorruptedError } from '../core/errors.js';
 import { revivingSetAside } from '../state/setAsideValues.js';
+import { BufferPool } from './bufferPool.js';
 import { xxh32 } from './xxh32.js';
 
 /**
@@ -99,79 +100,140 @@ export function encodeFile(kind: FileKind, payload: unknown, setAside = 0): Uint
 /**
  * A state file of unbucketed keyed entries (`flat`, `flatNamespaced`: format version 2, or 3 when some of their
  * values were set aside while the pieces were materialised, see `setAsideValues`) built from pieces of a
- * snapshot as they are materialised, so that the work of encoding one file can be spread over several macrotasks:
- * each piece's entries are stringified when added, and `finish` puts the payload's other fields around them and
- * encodes the text into the file at once (one buffer a file: many growing ones made V8 collect garbage more often,
- * the heap of a large state included). Reads back (`decodeFile`) as the payload `{ uid, keyed: { states,
- * keyGroups: [], flat, flatNamespaced, range }, operator }` that `encodeFile` would have written.
+ * snapshot as they are materialised, so that the work of encoding one file can be spread over several macrotasks.
+ * Reads back (`decodeFile`) as the payload `{ uid, keyed: { states, keyGroups: [], flat, flatNamespaced, range },
+ * operator }` that `encodeFile` would have written.
+ *
+ * Each piece is stringified and its text encoded into the file's bytes at once (`ByteList`), so the text dies young:
+ * kept as strings until `finish`, the ~37 MB of text of a 10⁶-key state lived through young-generation collections
+ * (copied, then promoted), and joining them with commas made cons strings that encoding flattened (copied again).
+ * The file is one buffer sized from the bytes per entry of its first pieces (`expectedEntries`), grown only when
+ * the guess falls short: a buffer growing by doubling made V8 collect garbage more often (external memory counts).
+ * Buffers come from `pool`, where the caller gives the file's back once written (see `BufferPool`).
  */
 export class FlatStateFileBuilder {
-  private readonly flat: string[] = [];
-  private readonly namespaced: string[] = [];
+  /** Room for the header, then the body so far: the payload's head and the `flat` list, left open. */
+  private readonly body: ByteList;
+  /** The `flatNamespaced` list, left open, joined to the body by `finish`. */
+  private namespaced: ByteList | undefined;
+  private flatItems = false;
+  private sized = false;
   /** Entries added so far. */
   entries = 0;
 
   constructor(
-    private readonly uid: string,
-    private readonly states: unknown,
+    uid: string,
+    states: unknown,
     private readonly range: readonly [number, number],
-  ) {}
+    /** About how many entries the file will hold, to size its buffer; unknown, it grows as needed. */
+    private readonly expectedEntries = 0,
+    private readonly pool = new BufferPool(0),
+  ) {
+    this.body = new ByteList(pool, MAX_HEADER + INITIAL_BYTES);
+    this.body.length = MAX_HEADER;
+    this.body.append(`{"uid":${JSON.stringify(uid)},"keyed":{"states":${JSON.stringify(states)},"keyGroups":[]`);
+  }
 
   /** Adds a piece's `flat` and `flatNamespaced` entries (its states and range must be this file's). */
   add(piece: { readonly flat?: readonly unknown[]; readonly flatNamespaced?: readonly unknown[] }): void {
-    appendItems(this.flat, piece.flat);
-    appendItems(this.namespaced, piece.flatNamespaced);
-    this.entries += (piece.flat?.length ?? 0) / 3 + (piece.flatNamespaced?.length ?? 0) / 4;
+    const { flat, flatNamespaced } = piece;
+    if (flat !== undefined && flat.length > 0) {
+      if (this.flatItems) this.sizeFor(this.expectedEntries);
+      else this.body.append(',"flat":');
+      this.body.appendItems(JSON.stringify(flat), this.flatItems);
+      this.flatItems = true;
+    }
+    if (flatNamespaced !== undefined && flatNamespaced.length > 0) {
+      const first = this.namespaced === undefined;
+      this.namespaced ??= new ByteList(this.pool, INITIAL_BYTES);
+      this.namespaced.appendItems(JSON.stringify(flatNamespaced), !first);
+    }
+    this.entries += (flat?.length ?? 0) / 3 + (flatNamespaced?.length ?? 0) / 4;
+  }
+
+  /**
+   * Once, when the first pieces are in: grows the buffer to what `expected` entries take at the bytes per entry so
+   * far (an eighth more, for values that vary), so that a file of 131 072 entries is written without another copy.
+   */
+  private sizeFor(expected: number): void {
+    if (this.sized || expected <= this.entries || this.entries === 0) return;
+    this.sized = true;
+    const { body } = this;
+    body.reserve(Math.ceil(body.length + ((body.length - MAX_HEADER) / this.entries) * (expected - this.entries) * 1.125));
   }
 
   /** The file, with `operator` as the payload's operator state; `setAside` counts the values its markers refer to (version 3). */
   finish(operator: unknown, setAside = 0): Uint8Array {
-    const parts: string[] = [`{"uid":${JSON.stringify(this.uid)},"keyed":{"states":${JSON.stringify(this.states)},"keyGroups":[]`];
-    const list = (name: string, items: string[]) => {
-      if (items.length === 0) return;
-      parts.push(`,"${name}":[`);
-      items.forEach((text, i) => parts.push(i === 0 ? text : `,${text}`));
-      parts.push(']');
-    };
-    list('flat', this.flat);
-    list('flatNamespaced', this.namespaced);
-    const tail = operator === undefined ? '' : `,"operator":${JSON.stringify(operator) ?? 'null'}`;
-    parts.push(`,"range":${JSON.stringify(this.range)}}${tail}}`);
-    // Room for the text as ASCII (a byte a character), as JSON of state mostly is; the rest is encoded apart.
-    const chars = parts.reduce((sum, part) => sum + part.length, 0);
-    const file = new Uint8Array(MAX_HEADER + chars);
-    let at = MAX_HEADER;
-    for (let i = 0; i < parts.length; i++) {
-      const { read, written } = encoder.encodeInto(parts[i]!, file.subarray(at));
-      at += written;
-      if (read !== parts[i]!.length) return withHeader(parts.map((part) => encoder.encode(part)), setAside);
+    const { body, namespaced } = this;
+    if (this.flatItems) body.append(']');
+    if (namespaced !== undefined) {
+      body.append(',"flatNamespaced":');
+      body.appendBytes(namespaced.bytes.subarray(0, namespaced.length));
+      body.append(']');
+      this.pool.give(namespaced.bytes);
     }
-    const body = file.subarray(MAX_HEADER, at);
-    const header = encoder.encode(headerLine('state', stateVersion(true, setAside), body, setAside));
-    file.set(header, MAX_HEADER - header.length);
-    return file.subarray(MAX_HEADER - header.length, at);
+    const tail = operator === undefined ? '' : `,"operator":${JSON.stringify(operator) ?? 'null'}`;
+    body.append(`,"range":${JSON.stringify(this.range)}}${tail}}`);
+    const payload = body.bytes.subarray(MAX_HEADER, body.length);
+    const header = encoder.encode(headerLine('state', stateVersion(true, setAside), payload, setAside));
+    body.bytes.set(header, MAX_HEADER - header.length);
+    return body.bytes.subarray(MAX_HEADER - header.length, body.length);
   }
 }
 
-/** A state file of unbucketed entries whose body is given in pieces of UTF-8 (text that is not all ASCII). */
-function withHeader(pieces: Uint8Array[], setAside: number): Uint8Array {
-  const length = pieces.reduce((sum, piece) => sum + piece.length, 0);
-  const file = new Uint8Array(MAX_HEADER + length);
-  let at = MAX_HEADER;
-  for (const piece of pieces) {
-    file.set(piece, at);
-    at += piece.length;
-  }
-  const body = file.subarray(MAX_HEADER);
-  const header = encoder.encode(headerLine('state', stateVersion(true, setAside), body, setAside));
-  file.set(header, MAX_HEADER - header.length);
-  return file.subarray(MAX_HEADER - header.length);
-}
+/** Bytes a file's buffer starts with, before its first pieces tell how many it needs. */
+const INITIAL_BYTES = 64 * 1024;
 
-/** Adds the items of a JSON array, comma-separated, as one more piece of text. */
-function appendItems(pieces: string[], items: readonly unknown[] | undefined): void {
-  if (items === undefined || items.length === 0) return;
-  pieces.push(JSON.stringify(items).slice(1, -1));
+/** UTF-8 bytes written one after the other into one buffer (from `pool`), grown when full. */
+class ByteList {
+  bytes: Uint8Array;
+  length = 0;
+
+  constructor(private readonly pool: BufferPool, capacity: number) {
+    this.bytes = pool.take(capacity);
+  }
+
+  /** Appends `text` as UTF-8. */
+  append(text: string): void {
+    let rest = text;
+    for (;;) {
+      const { read, written } = encoder.encodeInto(rest, this.bytes.subarray(this.length));
+      this.length += written;
+      if (read === rest.length) return;
+      // Out of room (a character takes up to 3 bytes a UTF-16 unit): grow, and encode the rest.
+      rest = rest.slice(read);
+      this.grow(this.length + 3 * rest.length);
+    }
+  }
+
+  appendBytes(bytes: Uint8Array): void {
+    if (this.length + bytes.length > this.bytes.length) this.grow(this.length + bytes.length);
+    this.bytes.set(bytes, this.length);
+    this.length += bytes.length;
+  }
+
+  /**
+   * Appends the items of a JSON array's text (`[…]`, ASCII brackets), after a comma when the list has items
+   * already: its `[` opens the list or is overwritten by the comma, and its `]` is dropped (the list stays open).
+   */
+  appendItems(array: string, more: boolean): void {
+    const at = this.length;
+    this.append(array);
+    if (more) this.bytes[at] = 0x2c;
+    this.length--;
+  }
+
+  /** Makes room for `capacity` bytes in all. */
+  reserve(capacity: number): void {
+    if (capacity > this.bytes.length) this.grow(capacity);
+  }
+
+  private grow(needed: number): void {
+    const bytes = this.pool.take(needed, Math.ceil(this.bytes.length * 1.5));
+    bytes.set(this.bytes.subarray(0, this.length));
+    this.pool.give(this.bytes);
+    this.bytes = bytes;
+  }
 }
 
 function headerLine(kind: FileKind, version: number, body: Uint8Array, setAside: number): string {

@@ -60,6 +60,7 @@ export function natsObjectCheckpointStorage(options: NatsObjectCheckpointStorage
 
   return {
     location: `nats object store ${bucket}`,
+    releasesWrittenData: true,
     async write(path, data) {
       // Copied so that a caller reusing its buffer cannot change the object while its chunks are sent.
       await store()
