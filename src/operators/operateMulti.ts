@@ -134,7 +134,14 @@ export function operateMulti<R>(inputs: Flow<unknown>[], spec: MultiInputSpec<R>
           });
         }
         const pushElement = (input: number, element: StreamElement<unknown>) => aligner.push(input, element, record.current);
-        const stop = feedAligner(upstreams, aligner, subscriber, (input, element) => guard.call2(pushElement, input, element));
+        const pushRecord = (input: number, value: unknown) => aligner.pushRecord(input, value, record.current);
+        const stop = feedAligner(
+          upstreams,
+          aligner,
+          subscriber,
+          (input, element) => guard.call2(pushElement, input, element),
+          (input, value) => guard.call2(pushRecord, input, value),
+        );
         return () => {
           subscriber.closed = true;
           stop();
