@@ -162,6 +162,31 @@ describe('a windowed job on workers', { timeout: 240_000 }, () => {
     expect(oneThread).toHaveLength(13 * 30);
     expect(lines(join(dir, 'windowed-two.txt'))).toEqual(oneThread);
   });
+
+  it('with watermarks at the source, fires the same windows on 2 workers as on 1, without drawing records to worker 0', async () => {
+    const windowed = new URL('./jobs/windowed.ts', import.meta.url);
+    const outputs: string[][] = [];
+    for (const workers of [1, 2]) {
+      const out = join(dir, `windowed-at-source-${workers}.txt`);
+      process.env.WEIR_TEST_JOB = JSON.stringify({ name: `windowed-at-source-${workers}`, out });
+      const running = await startJob(windowed, { workers, preload, export: 'windowedAtSource' });
+      expect((await running.done).status).toBe('finished');
+      outputs.push(lines(out));
+      if (workers === 2) {
+        // Only the sink runs in worker 0 alone: the source's subtasks, their watermarks and the windows are spread.
+        const alone = running.view().operators.filter((operator) => operator.workers?.length === 1);
+        expect(alone.map((operator) => operator.uid)).toEqual(['out']);
+        const windowIn = running.metrics.workers!.map((w) => w.operators.find((o) => o.uid === 'per-second')!.recordsIn);
+        expect(windowIn.every((count) => count > 0)).toBe(true);
+      }
+    }
+    // Every window of every key, none dropped as late: 13 keys over 30 s of event time.
+    expect(outputs[0]).toHaveLength(13 * 30);
+    expect(outputs[1]).toEqual(outputs[0]);
+    process.env.WEIR_TEST_JOB = JSON.stringify({ name: 'windowed-at-source-thread', out: join(dir, 'windowed-at-source-thread.txt') });
+    await (await import('./jobs/windowed.js')).windowedAtSource().start().done;
+    expect(lines(join(dir, 'windowed-at-source-thread.txt'))).toEqual(outputs[0]);
+  });
 });
 
 describe('two-input jobs on workers', { timeout: 240_000 }, () => {
