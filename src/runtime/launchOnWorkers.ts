@@ -14,8 +14,8 @@ export function launchOnWorkers(job: Job, workers: number, start: StartOptions, 
   checkPlaceable(job.graph);
   let attempt = 0;
   const queriesRefused =
-    `job '${job.name}' runs on worker threads, which answer live queries by key only (query(name, key)): key listings and asOf queries ` +
-    'are not routed to workers yet; query a job started with job.start() on one thread, or read its checkpoints with the State Processor (readSavepoint)';
+    `job '${job.name}' runs on worker threads, which answer its queries (live and asOf) only while they run: it has not started yet or has ended; ` +
+    'query it once started, or read its checkpoints with the State Processor (readSavepoint)';
   return job.launch(
     start,
     (execution, restored, restoringAtStart, storage) => new WorkerAttempt({ attempt: ++attempt, workers, host, execution, storage, restored, restoringAtStart }),

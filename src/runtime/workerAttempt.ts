@@ -5,10 +5,12 @@ import { JobDefinitionError, WorkerFailedError } from '../core/errors.js';
 import type { CheckpointStorage, Key } from '../core/types.js';
 import { QueryableStateUnavailableError } from '../query/queryErrors.js';
 import { QueryableStateRegistry } from '../query/queryableStateRegistry.js';
+import type { KeyPage, KeyPageOptions } from '../query/stateQueries.js';
 import type { SnapshotTarget } from '../task/snapshotWriter.js';
 import type { Attempt } from './attempt.js';
 import type { JobExecutionOptions } from './job.js';
 import type { HostedWorker, WorkerHost } from './workerHost.js';
+import { mergeKeyPages, queryErrorOf } from './workerQueries.js';
 import type { WorkerSetup } from './workerTasks.js';
 import { describeMessage, fromWireError, toWireError, type FromWorker, type ToWorker, type WireError } from './workerProtocol.js';
 
@@ -25,6 +27,10 @@ export interface WorkerAttemptOptions {
 }
 
 /** Where an attempt is (see `WorkerAttempt`). */
+type QueryReply = Extract<FromWorker, { t: 'queryReply' }>;
+/** A query as the workers get it, but for the attempt and request numbers `ask` adds. */
+type QueryRequest = { t: 'query'; name: string; key: Key; asOf?: number } | { t: 'queryKeys'; name: string; options: KeyPageOptions };
+
 type State = 'spawning' | 'running' | 'finishing' | 'done' | 'failed';
 
 /**
@@ -59,8 +65,8 @@ export class WorkerAttempt implements Attempt {
   private announced: { target: SnapshotTarget; storage: number } | undefined;
   /** Commits in flight: the workers that have not answered yet, by checkpoint id. */
   private readonly commits = new Map<number, { waiting: Set<number>; resolve(): void; reject(error: unknown): void }>();
-  /** Live queries in flight: the answers so far, by request. */
-  private readonly queries = new Map<number, { answers: number; known: boolean; value: unknown; resolve(answer: { known: boolean; value: unknown }): void; reject(error: unknown): void }>();
+  /** Queries in flight: the workers that have not answered yet and the replies so far, by request. */
+  private readonly queries = new Map<number, { waiting: number; replies: QueryReply[]; resolve(replies: QueryReply[]): void; reject(error: unknown): void }>();
   private nextQuery = 0;
 
   constructor(private readonly options: WorkerAttemptOptions) {
@@ -125,18 +131,57 @@ export class WorkerAttempt implements Attempt {
   }
 
   /**
-   * A live query, asked of every worker: only the one running the instance of the key's group can hold a value, so
-   * the answer is the value one of them found (undefined when none did).
+   * A query. Live, it is asked of every worker: only the one running the instance of the key's group can hold a
+   * value, so the answer is the value one of them found (undefined when none did). `asOf` a checkpoint, one worker
+   * that knows the state reads it (the checkpoint holds every key group).
    */
-  query(name: string, key: Key): Promise<{ known: boolean; value: unknown }> {
+  async query(name: string, key: Key, asOf?: number): Promise<{ known: boolean; value: unknown }> {
+    const request: QueryRequest = { t: 'query', name, key, ...(asOf === undefined ? {} : { asOf }) };
+    if (asOf !== undefined) {
+      const reply = await this.askInTurn(request);
+      return { known: reply !== undefined, value: reply?.value };
+    }
+    const replies = await this.ask(request, this.workerIndexes());
+    return { known: replies.some((reply) => reply.known), value: replies.find((reply) => reply.value !== undefined)?.value };
+  }
+
+  /**
+   * A page of a state's keys. Live, every worker lists the keys of its own key groups and the pages are merged
+   * (`mergeKeyPages`); `asOf` a checkpoint, one worker that knows the state lists the checkpoint's keys.
+   */
+  async queryKeys(name: string, options: KeyPageOptions): Promise<{ known: boolean; page: KeyPage }> {
+    const request: QueryRequest = { t: 'queryKeys', name, options };
+    if (options.asOf !== undefined) {
+      const reply = await this.askInTurn(request);
+      return reply ? { known: true, page: reply.keys! } : { known: false, page: { keys: [] } };
+    }
+    const known = (await this.ask(request, this.workerIndexes())).filter((reply) => reply.known);
+    return { known: known.length > 0, page: mergeKeyPages(known.map((reply) => reply.keys!), options.limit) };
+  }
+
+  /** Asks the workers one after another until one knows the state: its reply, or undefined when none does. */
+  private async askInTurn(request: QueryRequest): Promise<QueryReply | undefined> {
+    for (const w of this.workerIndexes()) {
+      const [reply] = await this.ask(request, [w]);
+      if (reply!.known) return reply;
+    }
+    return undefined;
+  }
+
+  /** Sends a query to `workers`; resolves with their replies, rejects with the first one's error. */
+  private ask(request: QueryRequest, workers: readonly number[]): Promise<QueryReply[]> {
     if (this.state !== 'running' && this.state !== 'finishing') {
       return Promise.reject(new QueryableStateUnavailableError(`job '${this.job}' is starting, restarting or ending: its workers answer no query now; retry`));
     }
-    const request = this.nextQuery++;
+    const id = this.nextQuery++;
     return new Promise((resolve, reject) => {
-      this.queries.set(request, { answers: 0, known: false, value: undefined, resolve, reject });
-      this.post({ t: 'query', a: this.options.attempt, request, name, key });
+      this.queries.set(id, { waiting: workers.length, replies: [], resolve, reject });
+      for (const w of workers) this.postTo(w, { ...request, a: this.options.attempt, request: id });
     });
+  }
+
+  private workerIndexes(): number[] {
+    return this.spawned.map((_, w) => w);
   }
 
   /** Ends the attempt at once; settles once every worker has exited. */
@@ -198,11 +243,14 @@ export class WorkerAttempt implements Attempt {
       case 'queryReply': {
         const query = this.queries.get(message.request);
         if (!query) return;
-        query.known ||= message.known;
-        if (message.value !== undefined) query.value = message.value;
-        if (++query.answers === this.options.workers) {
+        if (message.error) {
           this.queries.delete(message.request);
-          query.resolve({ known: query.known, value: query.value });
+          return query.reject(queryErrorOf(message.error));
+        }
+        query.replies.push(message);
+        if (--query.waiting === 0) {
+          this.queries.delete(message.request);
+          query.resolve(query.replies);
         }
         return;
       }

@@ -1,6 +1,7 @@
 import type { OperatorMetrics } from './jobMetrics.js';
 import type { OperatorCheckpointStats } from '../core/operatorCheckpointStats.js';
 import type { Key } from '../core/types.js';
+import type { KeyPage, KeyPageOptions } from '../query/stateQueries.js';
 import type { SnapshotTarget, SnapshotTask, TaskStateHandles } from '../task/snapshotWriter.js';
 
 /**
@@ -18,8 +19,10 @@ export type ToWorker =
   /** The final checkpoint completed: sinks finish, then the worker answers `done`. */
   | { t: 'finalDone'; a: number }
   | { t: 'drain'; a: number }
-  /** A live state query: every worker answers, the one that owns the key's group with its value. */
-  | { t: 'query'; a: number; request: number; name: string; key: Key }
+  /** A state query: live, every worker answers, the one that owns the key's group with its value; `asOf`, any worker that knows the state reads the checkpoint. */
+  | { t: 'query'; a: number; request: number; name: string; key: Key; asOf?: number }
+  /** A page of a state's keys: live, of this worker's key groups (the main thread merges the pages); `asOf`, of the whole checkpoint. */
+  | { t: 'queryKeys'; a: number; request: number; name: string; options: KeyPageOptions }
   | { t: 'storageReply'; a: number; request: number; ok: true; value: unknown }
   | { t: 'storageReply'; a: number; request: number; ok: false; error: WireError };
 
@@ -40,8 +43,12 @@ export type FromWorker =
   | { t: 'committed'; a: number; w: number; id: number }
   | { t: 'commitFailed'; a: number; w: number; id: number; error: WireError }
   | { t: 'storage'; a: number; w: number; request: number; storage: number; op: StorageOp; path: string; data?: Uint8Array }
-  /** `known`: the worker has the state (so the value, undefined when its key is not in this worker's key groups). */
-  | { t: 'queryReply'; a: number; w: number; request: number; known: boolean; value?: unknown };
+  /**
+   * The answer to `query` (`value`) or `queryKeys` (`keys`). `known`: the worker has the state (so the value,
+   * undefined when its key is not in this worker's key groups); `error`: the query failed there (a bad option, a
+   * checkpoint no longer retained).
+   */
+  | { t: 'queryReply'; a: number; w: number; request: number; known: boolean; value?: unknown; keys?: KeyPage; error?: WireError };
 
 /** A main-thread storage as a worker knows it: by number, with what its messages and limits need. */
 export interface StorageInfo {

@@ -4,6 +4,8 @@ import { loadCheckpoint } from '../checkpoint/loadCheckpoint.js';
 import { CheckpointBarrier } from '../core/elements.js';
 import { JobDefinitionError } from '../core/errors.js';
 import type { CheckpointStorage } from '../core/types.js';
+import { UnknownQueryableStateError } from '../query/queryErrors.js';
+import { StateQueries, type KeyPage } from '../query/stateQueries.js';
 import { EMPTY, type SchedulerAction, type Subscription } from 'rxjs';
 import { Execution, type AttemptCoordinator } from './execution.js';
 import { JobMetricsRecorder } from './jobMetrics.js';
@@ -52,6 +54,8 @@ export class WorkerTasks {
   /** Messages from the main thread that came before the tasks were wired. */
   private readonly early: ToWorker[] = [];
   private execution: Execution | undefined;
+  /** This worker's queryable states, for key listings and `asOf` queries (which read the job's checkpoint storage). */
+  private queries: StateQueries | undefined;
   private nextRequest = 0;
   private readonly requests = new Map<number, { resolve(value: unknown): void; reject(error: unknown): void }>();
   private readonly storages = new Map<number, CheckpointStorage>();
@@ -108,6 +112,8 @@ export class WorkerTasks {
       });
       this.execution = execution;
       await execution.start();
+      this.queries = new StateQueries(job.name, setup.checkpointing ? this.storage(setup.storages[0]!) : undefined);
+      this.queries.attach(execution.queryable);
       links.post({ t: 'ready', a, w });
       for (const message of this.early.splice(0)) this.receive(message);
       const sendReport = report;
@@ -173,13 +179,28 @@ export class WorkerTasks {
         return this.finalDone();
       case 'drain':
         return this.execution.drain();
+      case 'queryKeys':
+        return this.answer(message.request, () => this.queries!.queryKeys(message.name, message.options).then((keys) => ({ keys })));
       case 'query': {
+        if (message.asOf !== undefined) {
+          return this.answer(message.request, () => this.queries!.query(message.name, message.key, { asOf: message.asOf }).then((value) => ({ value })));
+        }
         const state = this.execution.queryable.lookup(message.name);
         const stored = state?.peek(message.key);
         const value = stored === undefined || state === undefined ? undefined : state.descriptor.kind === 'aggregating' ? state.descriptor.aggregate.getResult(stored) : stored;
         return this.links.post({ t: 'queryReply', a, w, request: message.request, known: state !== undefined, value });
       }
     }
+  }
+
+  /** Answers query `request` with what `ask` finds: `known: false` when this worker has no such state, the error when it failed. */
+  private answer(request: number, ask: () => Promise<{ value?: unknown; keys?: KeyPage }>): void {
+    const { attempt: a, placement } = this.setup;
+    const reply = (answer: Omit<Extract<FromWorker, { t: 'queryReply' }>, 't' | 'a' | 'w' | 'request'>) => this.links.post({ t: 'queryReply', a, w: placement.worker, request, ...answer });
+    ask().then(
+      (found) => reply({ known: true, ...found }),
+      (error: unknown) => (error instanceof UnknownQueryableStateError ? reply({ known: false }) : reply({ known: true, error: toWireError(error) })),
+    );
   }
 
   /** The graph this worker built must be the main thread's, uid for uid, or its state and channels would not match. */

@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { UnknownQueryableStateError, WeirError, type RunningJob } from 'weir';
+import { CheckpointNotFoundError, InvalidQueryError, UnknownQueryableStateError, WeirError, type RunningJob } from 'weir';
 import { fsCheckpointStorage, liveJobWorkers, startJob } from 'weir/node';
 import type { KeyedSumSettings } from './jobs/keyedSum.js';
 import type { SlowReceiverSettings } from './jobs/slowReceiver.js';
@@ -254,24 +254,47 @@ describe('the Node flags of workers', { timeout: 240_000 }, () => {
 });
 
 describe('state queries on workers', { timeout: 240_000 }, () => {
-  it('are answered by the worker that owns the key, and key listings are refused with a message that says so', async () => {
-    process.env.WEIR_TEST_JOB = JSON.stringify(settings({ records: 100_000, keys: 4, chunkSize: 1, checkpoints: 'memory' }));
+  it('are answered by the workers that own the keys: by key, key listings merged over the workers, and asOf a checkpoint', async () => {
+    process.env.WEIR_TEST_JOB = JSON.stringify(settings({ records: 100_000, keys: 40, chunkSize: 1, checkpoints: 'memory' }));
     const running = await startJob(keyedSum, { workers: 2, preload });
-    const answers = new Map<string, { key: string; value: number } | undefined>();
+    const all = Array.from({ length: 40 }, (_, i) => `k${i}`).sort();
     // Each checkpoint lets more records through; every key is in the first few thousand.
-    for (let round = 0; round < 200 && answers.size < 4; round++) {
+    let listed: unknown[] = [];
+    for (let round = 0; round < 200 && listed.length < 40; round++) {
       await running.checkpoint();
-      for (const key of ['k0', 'k1', 'k2', 'k3']) {
-        const value = await running.query<{ key: string; value: number }>('sums', key);
-        if (value !== undefined) answers.set(key, value);
-      }
+      listed = (await running.queryKeys('sums', { limit: 1000 })).keys;
     }
-    expect([...answers.keys()].sort()).toEqual(['k0', 'k1', 'k2', 'k3']);
-    for (const [key, sum] of answers) expect(sum!.key).toBe(key);
+    // Both workers hold some of the keys (each its instance's key groups): the listing has every key once, in order.
+    expect(listed).toEqual(all);
+    const paged: unknown[] = [];
+    let page = await running.queryKeys('sums', { limit: 7 });
+    for (;;) {
+      expect(page.keys.length).toBeLessThanOrEqual(7);
+      paged.push(...page.keys);
+      if (page.cursor === undefined) break;
+      page = await running.queryKeys('sums', { limit: 7, cursor: page.cursor });
+    }
+    expect(paged).toEqual(all);
+    expect((await running.queryKeys('sums', { prefix: 'k1' })).keys).toEqual(all.filter((key) => key.startsWith('k1')));
+    for (const key of ['k0', 'k1', 'k2', 'k3']) expect((await running.query<{ key: string; value: number }>('sums', key))?.key).toBe(key);
+
+    // As of a checkpoint, one worker reads it from the main thread's storage: every key, and the values it holds.
+    const { id, status } = await running.checkpoint();
+    expect(status).toBe('completed');
+    expect((await running.queryKeys('sums', { asOf: id, limit: 1000 })).keys).toEqual(all);
+    const then = await running.query<{ key: string; value: number }>('sums', 'k5', { asOf: id });
+    expect(then?.key).toBe('k5');
+    await running.checkpoint();
+    expect((await running.query<{ key: string; value: number }>('sums', 'k5'))!.value).toBeGreaterThanOrEqual(then!.value);
+
+    await expect(running.query('sums', 'k5', { asOf: id + 1_000 })).rejects.toBeInstanceOf(CheckpointNotFoundError);
+    await expect(running.queryKeys('sums', { limit: 0 })).rejects.toBeInstanceOf(InvalidQueryError);
     await expect(running.query('no-such-state', 'k1')).rejects.toBeInstanceOf(UnknownQueryableStateError);
-    await expect(running.queryKeys('sums')).rejects.toThrow(/runs on worker threads, which answer live queries by key only/);
+    await expect(running.queryKeys('no-such-state')).rejects.toBeInstanceOf(UnknownQueryableStateError);
+    await expect(running.query('no-such-state', 'k1', { asOf: id })).rejects.toBeInstanceOf(UnknownQueryableStateError);
     await running.cancel();
     expect(liveJobWorkers()).toEqual([]);
+    await expect(running.queryKeys('sums')).rejects.toThrow(/answer its queries \(live and asOf\) only while they run/);
   });
 });
 
