@@ -1,4 +1,5 @@
 import type { StartOptions, Job } from './job.js';
+import { JobDefinitionError } from '../core/errors.js';
 import { checkPlaceable } from './placement.js';
 import type { RunningJob } from './runningJob.js';
 import { WorkerAttempt } from './workerAttempt.js';
@@ -12,6 +13,7 @@ import type { WorkerHost } from './workerHost.js';
  */
 export function launchOnWorkers(job: Job, workers: number, start: StartOptions, host: WorkerHost): RunningJob {
   checkPlaceable(job.graph);
+  checkAlignable(job);
   let attempt = 0;
   const queriesRefused =
     `job '${job.name}' runs on worker threads, which answer its queries (live and asOf) only while they run: it has not started yet or has ended; ` +
@@ -21,5 +23,19 @@ export function launchOnWorkers(job: Job, workers: number, start: StartOptions, 
     (execution, restored, restoringAtStart, storage) => new WorkerAttempt({ attempt: ++attempt, workers, host, execution, storage, restored, restoringAtStart }),
     queriesRefused,
     workers,
+  );
+}
+
+/**
+ * Unaligned checkpoints (`alignedTimeout`) would save the records in flight on the channels between workers, which
+ * no worker holds: refused, rather than silently left aligned, with the ways that work.
+ */
+function checkAlignable(job: Job): void {
+  const alignedTimeout = job.options.checkpoints?.alignedTimeout;
+  if (alignedTimeout === undefined) return;
+  throw new JobDefinitionError(
+    `job '${job.name}': checkpoints.alignedTimeout (${alignedTimeout} ms) turns alignments unaligned, which jobs on worker threads do not do ` +
+      '(the records in flight between workers are not saved); drop alignedTimeout (checkpoints stay aligned, exactly-once), ' +
+      "use mode: 'at-least-once' (no alignment holds records back), or run the job on one thread with job.start()",
   );
 }

@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { CheckpointNotFoundError, InvalidQueryError, UnknownQueryableStateError, WeirError, type RunningJob } from 'weir';
+import { CheckpointNotFoundError, InvalidQueryError, JobDefinitionError, UnknownQueryableStateError, WeirError, type RunningJob } from 'weir';
 import { fsCheckpointStorage, liveJobWorkers, startJob } from 'weir/node';
 import type { KeyedSumSettings } from './jobs/keyedSum.js';
 import type { SlowReceiverSettings } from './jobs/slowReceiver.js';
@@ -238,6 +238,19 @@ describe('credits between workers', { timeout: 240_000 }, () => {
     const lead = Number(readFileSync(job.lead, 'utf8'));
     expect(lead).toBeGreaterThan(0);
     expect(lead).toBeLessThan(65_536 + 2 * 4096 + 1024 + 2 * 256);
+  });
+});
+
+describe('unaligned checkpoints on workers', { timeout: 240_000 }, () => {
+  it('are refused at start with a JobDefinitionError naming the ways that work, before any worker spawns', async () => {
+    process.env.WEIR_TEST_JOB = JSON.stringify(settings({ checkpoints: 'memory', alignedTimeout: 100 }));
+    const started = startJob(keyedSum, { workers: 2, preload });
+    await expect(started).rejects.toBeInstanceOf(JobDefinitionError);
+    await expect(started).rejects.toThrow(/alignedTimeout \(100 ms\).*drop alignedTimeout.*at-least-once.*job\.start\(\)/);
+    expect(liveJobWorkers()).toEqual([]);
+    // Without it the same job runs on workers, aligned.
+    process.env.WEIR_TEST_JOB = JSON.stringify(settings({ checkpoints: 'memory' }));
+    expect((await (await startJob(keyedSum, { workers: 2, preload })).done).status).toBe('finished');
   });
 });
 

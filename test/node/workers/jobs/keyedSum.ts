@@ -19,6 +19,8 @@ export interface KeyedSumSettings {
   /** Slows the source so that checkpoints and stops happen mid-input (a chunk of one record each time). */
   chunkSize?: number;
   parallelism?: number;
+  /** Unaligned checkpoints after this alignment time (ms), which jobs on workers refuse. */
+  alignedTimeout?: number;
 }
 
 const memory = new Map<string, CheckpointStorage>();
@@ -33,7 +35,7 @@ export default function keyedSum() {
         : fsCheckpointStorage(settings.checkpoints);
   const job = createJob({
     name: settings.name,
-    ...(storage ? { checkpoints: { storage, ...(settings.interval ? { interval: settings.interval } : {}) } } : {}),
+    ...(storage ? { checkpoints: { storage, ...(settings.interval ? { interval: settings.interval } : {}), ...(settings.alignedTimeout !== undefined ? { alignedTimeout: settings.alignedTimeout } : {}) } } : {}),
     restart: { strategy: 'fixed-delay', attempts: 3, delay: 0 },
     ...(settings.chunkSize ? { chunkSize: settings.chunkSize } : {}),
     ...(settings.parallelism ? { parallelism: settings.parallelism } : {}),
