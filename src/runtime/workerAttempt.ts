@@ -12,7 +12,7 @@ import type { JobExecutionOptions } from './job.js';
 import type { HostedWorker, WorkerHost } from './workerHost.js';
 import { mergeKeyPages, queryErrorOf } from './workerQueries.js';
 import type { WorkerSetup } from './workerTasks.js';
-import { describeMessage, fromWireError, toWireError, type FromWorker, type ToWorker, type WireError } from './workerProtocol.js';
+import { HEARTBEAT_MS, describeMessage, fromWireError, toWireError, type FromWorker, type ToWorker, type WireError } from './workerProtocol.js';
 
 export interface WorkerAttemptOptions {
   readonly attempt: number;
@@ -24,6 +24,8 @@ export interface WorkerAttemptOptions {
   readonly storage: CheckpointStorage | undefined;
   readonly restored: LoadedCheckpoint | undefined;
   readonly restoringAtStart: boolean;
+  /** A worker that sends nothing for this long (ms) has hung: the attempt fails (see `HEARTBEAT_MS`). */
+  readonly heartbeatTimeout: number;
 }
 
 /** Where an attempt is (see `WorkerAttempt`). */
@@ -68,6 +70,12 @@ export class WorkerAttempt implements Attempt {
   /** Queries in flight: the workers that have not answered yet and the replies so far, by request. */
   private readonly queries = new Map<number, { waiting: number; replies: QueryReply[]; resolve(replies: QueryReply[]): void; reject(error: unknown): void }>();
   private nextQuery = 0;
+  /**
+   * When each worker was last heard from (`Date.now()`; undefined before its first message, while its script and
+   * modules load, which may take long on a cold cache and whose failure the platform reports), and the timer that checks it.
+   */
+  private readonly heard: (number | undefined)[] = [];
+  private watchdog: ReturnType<typeof setInterval> | undefined;
 
   constructor(private readonly options: WorkerAttemptOptions) {
     this.queryable = new QueryableStateRegistry(options.execution.graph.jobName, options.execution.maxParallelism);
@@ -120,7 +128,9 @@ export class WorkerAttempt implements Attempt {
         },
       });
       this.spawned.push(worker);
+      this.heard.push(undefined);
     }
+    this.watchdog = setInterval(() => this.checkHeartbeats(), HEARTBEAT_MS);
     await this.started;
   }
 
@@ -190,7 +200,27 @@ export class WorkerAttempt implements Attempt {
     await this.terminated();
   }
 
+  /**
+   * A worker not heard from for `heartbeatTimeout` has hung: its event loop never came back to send its heartbeat (a
+   * user function that loops; in a browser, a Worker that called `close()`, which no event reports).
+   */
+  private checkHeartbeats(): void {
+    const { heartbeatTimeout } = this.options;
+    const now = Date.now();
+    const hung = this.heard.findIndex((at) => at !== undefined && now - at > heartbeatTimeout);
+    if (hung < 0) return;
+    this.fail(
+      new WorkerFailedError(
+        `job '${this.job}': worker ${hung} sent nothing for ${now - this.heard[hung]!} ms (heartbeatTimeout ${heartbeatTimeout} ms): it hung, in a ` +
+          'user function that never returns or a worker that closed itself; it restarts as its restart strategy allows (raise heartbeatTimeout for longer pauses)',
+        hung,
+      ),
+    );
+  }
+
   private onMessage(w: number, message: FromWorker): void {
+    this.heard[w] = Date.now();
+    if (message.t === 'heartbeat') return;
     this.options.host.trace?.(describeMessage('←', w, message));
     // A failed or ended attempt takes nothing more; a message of another attempt never reaches this one.
     if (message.a !== this.options.attempt || this.state === 'failed' || this.state === 'done') return;
@@ -356,6 +386,7 @@ export class WorkerAttempt implements Attempt {
 
   private async succeed(): Promise<void> {
     this.state = 'done';
+    clearInterval(this.watchdog);
     this.options.execution.coordinator?.detach(new Error('the job finished'));
     await this.terminated();
     this.resolveDone();
@@ -364,6 +395,7 @@ export class WorkerAttempt implements Attempt {
   private fail(error: unknown): void {
     if (this.state === 'done' || this.state === 'failed') return;
     this.state = 'failed';
+    clearInterval(this.watchdog);
     this.options.execution.coordinator?.detach(error);
     for (const commit of this.commits.values()) commit.reject(error);
     this.commits.clear();

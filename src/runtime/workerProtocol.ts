@@ -26,7 +26,15 @@ export type ToWorker =
   | { t: 'storageReply'; a: number; request: number; ok: true; value: unknown }
   | { t: 'storageReply'; a: number; request: number; ok: false; error: WireError };
 
+/** How often a worker tells the main thread it is alive, from its own event loop (see `heartbeat`). */
+export const HEARTBEAT_MS = 1_000;
+
 export type FromWorker =
+  /**
+   * Sent every `HEARTBEAT_MS` from the moment the worker runs: a worker whose event loop never comes back (a user
+   * function that loops, a Web Worker that called `close()`) stops sending it, which the main thread notices.
+   */
+  | { t: 'heartbeat'; a: number; w: number }
   /** The worker built the job, checked its graph and started its tasks. */
   | { t: 'ready'; a: number; w: number }
   /** Every source subtask of this worker finished (or drained): the job may take its final checkpoint. */
