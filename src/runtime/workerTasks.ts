@@ -3,14 +3,15 @@ import type { CheckpointParticipants } from '../checkpoint/checkpointParticipant
 import { loadCheckpoint } from '../checkpoint/loadCheckpoint.js';
 import { CheckpointBarrier } from '../core/elements.js';
 import { JobDefinitionError } from '../core/errors.js';
-import type { CheckpointStorage } from '../core/types.js';
+import { keyGroupRangeFor } from '../core/keyGroups.js';
+import type { CheckpointStorage, KeyGroupRange } from '../core/types.js';
 import { UnknownQueryableStateError } from '../query/queryErrors.js';
 import { StateQueries, type KeyPage } from '../query/stateQueries.js';
 import { EMPTY, type SchedulerAction, type Subscription } from 'rxjs';
 import { Execution, type AttemptCoordinator } from './execution.js';
 import { JobMetricsRecorder } from './jobMetrics.js';
 import type { Job } from './job.js';
-import { checkPlaceable, type Placement } from './placement.js';
+import { checkPlaceable, workerOfSubtask, type Placement } from './placement.js';
 import { remoteStorage, storageError } from './remoteStorage.js';
 import { WorkerExchange, type ExchangePort } from './workerExchange.js';
 import { toWireError, type FromWorker, type StorageInfo, type ToWorker } from './workerProtocol.js';
@@ -45,6 +46,24 @@ export interface WorkerLinks {
  * storages through the main thread too. `receive` takes the main thread's messages, `receiveData` the other workers'
  * batches; both may arrive before the tasks are built, and wait for them.
  */
+/**
+ * The key groups of the keyed instances that run in this worker, by operator uid (undefined for the operators
+ * without keys, whose files every worker reads): what a restore here has to read of a checkpoint's keyed state.
+ */
+function ownKeyGroups(job: Job, placement: Placement, maxParallelism: number): (uid: string) => KeyGroupRange[] | undefined {
+  const ranges = new Map<string, KeyGroupRange[]>();
+  for (const node of job.graph.nodes) {
+    if (!node.stateful || !node.keySelector) continue;
+    const parallelism = node.parallelism ?? 1;
+    const own: KeyGroupRange[] = [];
+    for (let instance = 0; instance < parallelism; instance++) {
+      if (workerOfSubtask(instance, placement) === placement.worker) own.push(keyGroupRangeFor(instance, parallelism, maxParallelism));
+    }
+    ranges.set(node.uid, own);
+  }
+  return (uid) => ranges.get(uid);
+}
+
 /** How often a worker sends its counters to the main thread (and once more when its tasks end). */
 const METRICS_REPORT_MS = 1_000;
 
@@ -98,8 +117,10 @@ export class WorkerTasks {
       this.checkGraph();
       checkPlaceable(job.graph);
       job.graph.freeze();
-      const restored = setup.restore ? await loadCheckpoint(this.storage(setup.storages[setup.restore.storage]!), setup.restore.path, job.name) : undefined;
       const options = job.executionOptions(setup.checkpointing ? this.coordinatorLink() : undefined);
+      const restored = setup.restore
+        ? await loadCheckpoint(this.storage(setup.storages[setup.restore.storage]!), setup.restore.path, job.name, { keyGroups: ownKeyGroups(job, placement, options.maxParallelism) })
+        : undefined;
       // This worker's counters, sent to the main thread, which labels them with the worker and keeps them across attempts.
       const metrics = new JobMetricsRecorder(job.name, options.scheduler, () => 0, EMPTY);
       report = () => links.post({ t: 'metrics', a, w, operators: metrics.snapshot().operators });

@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { CheckpointNotFoundError, InvalidQueryError, JobDefinitionError, UnknownQueryableStateError, WeirError, type RunningJob } from 'weir';
+import { CheckpointNotFoundError, DEFAULT_MAX_PARALLELISM, InvalidQueryError, JobDefinitionError, keyGroupRangeFor, UnknownQueryableStateError, WeirError, type RunningJob } from 'weir';
 import { fsCheckpointStorage, liveJobWorkers, startJob } from 'weir/node';
 import type { KeyedSumSettings } from './jobs/keyedSum.js';
 import type { SlowReceiverSettings } from './jobs/slowReceiver.js';
@@ -238,6 +238,46 @@ describe('credits between workers', { timeout: 240_000 }, () => {
     const lead = Number(readFileSync(job.lead, 'utf8'));
     expect(lead).toBeGreaterThan(0);
     expect(lead).toBeLessThan(65_536 + 2 * 4096 + 1024 + 2 * 256);
+  });
+});
+
+describe('restore on workers', { timeout: 240_000 }, () => {
+  it("reads of a checkpoint's keyed-only files those that meet the worker's key groups", async () => {
+    // Incremental checkpoints with 4 workers: the last one lists earlier checkpoints' files, keyed state only, each
+    // of one old subtask's key groups. Restored on 2 workers, each worker needs half of them.
+    const job = settings({ records: 20_000, chunkSize: 1, checkpoints: join(dir, 'ck-incremental'), incremental: true });
+    process.env.WEIR_TEST_JOB = JSON.stringify(job);
+    const first = await startJob(keyedSum, { workers: 4, preload });
+    for (let i = 0; i < 3; i++) expect((await first.checkpoint()).status).toBe('completed');
+    const { id } = await first.checkpoint();
+    await first.cancel();
+
+    const reads: { worker: number; path: string }[] = [];
+    const write = process.stderr.write.bind(process.stderr);
+    process.stderr.write = ((chunk: string | Uint8Array, ...rest: never[]) => {
+      for (const [, worker, path] of String(chunk).matchAll(/← worker (\d+): storage read (\S+)/g)) reads.push({ worker: Number(worker), path: path! });
+      return write(chunk, ...rest);
+    }) as typeof process.stderr.write;
+    process.env.WEIR_WORKER_TRACE = '1';
+    let result;
+    try {
+      result = await (await startJob(keyedSum, { workers: 2, preload, restore: 'latest' })).done;
+    } finally {
+      delete process.env.WEIR_WORKER_TRACE;
+      process.stderr.write = write;
+    }
+    expect(result.status).toBe('finished');
+    expect(finals(lines(job.out))).toEqual(expected(20_000, 37));
+    // The sum's files of earlier checkpoints (shared, keyed state only), by the worker that read them.
+    const shared = reads.filter(({ path }) => /\/sum\.\d+\.kg-/.test(path) && !path.includes(`chk-${id}/`));
+    expect(shared.length).toBeGreaterThan(0);
+    for (const { worker, path } of shared) {
+      const [, start, end] = /kg-(\d+)-(\d+)/.exec(path)!.map(Number);
+      const own = keyGroupRangeFor(worker, 2, DEFAULT_MAX_PARALLELISM);
+      expect(start! <= own.end && end! >= own.start, `worker ${worker} read ${path}`).toBe(true);
+    }
+    // Each shared file is read by the one worker whose key groups it holds (as an old subtask's, in one new half).
+    expect(new Set(shared.map(({ path }) => path)).size).toBe(shared.length);
   });
 });
 

@@ -21,6 +21,8 @@ export interface KeyedSumSettings {
   parallelism?: number;
   /** Unaligned checkpoints after this alignment time (ms), which jobs on workers refuse. */
   alignedTimeout?: number;
+  /** Incremental checkpoints: a checkpoint's files build on earlier checkpoints' files. */
+  incremental?: boolean;
 }
 
 const memory = new Map<string, CheckpointStorage>();
@@ -35,7 +37,7 @@ export default function keyedSum() {
         : fsCheckpointStorage(settings.checkpoints);
   const job = createJob({
     name: settings.name,
-    ...(storage ? { checkpoints: { storage, ...(settings.interval ? { interval: settings.interval } : {}), ...(settings.alignedTimeout !== undefined ? { alignedTimeout: settings.alignedTimeout } : {}) } } : {}),
+    ...(storage ? { checkpoints: { storage, ...(settings.interval ? { interval: settings.interval } : {}), ...(settings.alignedTimeout !== undefined ? { alignedTimeout: settings.alignedTimeout } : {}), ...(settings.incremental ? { incremental: true } : {}) } } : {}),
     restart: { strategy: 'fixed-delay', attempts: 3, delay: 0 },
     ...(settings.chunkSize ? { chunkSize: settings.chunkSize } : {}),
     ...(settings.parallelism ? { parallelism: settings.parallelism } : {}),
