@@ -1,6 +1,6 @@
 import type { SavepointTarget } from '../checkpoint/coordinator.js';
 import type { Key } from '../core/types.js';
-import type { QueryableStateRegistry } from '../query/queryableStateRegistry.js';
+import type { QueryableStateInfo, QueryableStateRegistry } from '../query/queryableStateRegistry.js';
 import type { KeyPage, KeyPageOptions } from '../query/stateQueries.js';
 
 /**
@@ -23,6 +23,8 @@ export interface Attempt {
    * `queryable` answers. Resolves with `known: false` when no thread has a state of that name.
    */
   query?(name: string, key: Key, asOf?: number): Promise<{ known: boolean; value: unknown }>;
+  /** The queryable states the threads that hold them have registered (worker threads); without it, `queryable` lists them. */
+  queryableStates?(): QueryableStateInfo[];
   /** A page of a state's keys from the threads that hold it, as `query`. */
   queryKeys?(name: string, options: KeyPageOptions): Promise<{ known: boolean; page: KeyPage }>;
 }

@@ -180,7 +180,7 @@ export class RunningJob implements QueryableStateReader {
    * once their operator first uses them.
    */
   queryableStates(): QueryableStateInfo[] {
-    return this.queries.queryableStates();
+    return this.execution?.queryableStates?.() ?? this.queries.queryableStates();
   }
 
   /**

@@ -4,7 +4,7 @@ import type { LoadedCheckpoint } from '../checkpoint/loadCheckpoint.js';
 import { JobDefinitionError, WorkerFailedError } from '../core/errors.js';
 import type { CheckpointStorage, Key } from '../core/types.js';
 import { QueryableStateUnavailableError } from '../query/queryErrors.js';
-import { QueryableStateRegistry } from '../query/queryableStateRegistry.js';
+import { QueryableStateRegistry, type QueryableStateInfo } from '../query/queryableStateRegistry.js';
 import type { KeyPage, KeyPageOptions } from '../query/stateQueries.js';
 import type { SnapshotTarget } from '../task/snapshotWriter.js';
 import type { Attempt } from './attempt.js';
@@ -70,6 +70,8 @@ export class WorkerAttempt implements Attempt {
   /** Queries in flight: the workers that have not answered yet and the replies so far, by request. */
   private readonly queries = new Map<number, { waiting: number; replies: QueryReply[]; resolve(replies: QueryReply[]): void; reject(error: unknown): void }>();
   private nextQuery = 0;
+  /** The queryable states the workers have registered, by name. */
+  private readonly states = new Map<string, QueryableStateInfo>();
   /**
    * When each worker was last heard from (`Date.now()`; undefined before its first message, while its script and
    * modules load, which may take long on a cold cache and whose failure the platform reports), and the timer that checks it.
@@ -169,6 +171,11 @@ export class WorkerAttempt implements Attempt {
     return { known: known.length > 0, page: mergeKeyPages(known.map((reply) => reply.keys!), options.limit) };
   }
 
+  /** The queryable states the workers have registered so far (each sends them when it has more). */
+  queryableStates(): QueryableStateInfo[] {
+    return [...this.states.values()];
+  }
+
   /** Asks the workers one after another until one knows the state: its reply, or undefined when none does. */
   private async askInTurn(request: QueryRequest): Promise<QueryReply | undefined> {
     for (const w of this.workerIndexes()) {
@@ -234,6 +241,9 @@ export class WorkerAttempt implements Attempt {
           this.markStarted();
         }
         return this.maybeFinish();
+      case 'states':
+        for (const info of message.states) this.states.set(info.name, info);
+        return;
       case 'metrics':
         return this.options.execution.metrics?.reportWorker(this.options.attempt, w, this.options.workers, message.operators);
       case 'finished':

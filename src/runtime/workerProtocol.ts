@@ -1,6 +1,7 @@
 import type { OperatorMetrics } from './jobMetrics.js';
 import type { OperatorCheckpointStats } from '../core/operatorCheckpointStats.js';
 import type { Key } from '../core/types.js';
+import type { QueryableStateInfo } from '../query/queryableStateRegistry.js';
 import type { KeyPage, KeyPageOptions } from '../query/stateQueries.js';
 import type { SnapshotTarget, SnapshotTask, TaskStateHandles } from '../task/snapshotWriter.js';
 
@@ -43,6 +44,8 @@ export type FromWorker =
   | { t: 'done'; a: number; w: number }
   /** The worker's operator counters this attempt, sent each second and before `done` (see `JobMetricsRecorder.reportWorker`). */
   | { t: 'metrics'; a: number; w: number; operators: readonly OperatorMetrics[] }
+  /** The queryable states registered in this worker so far (sent when there are more). */
+  | { t: 'states'; a: number; w: number; states: readonly QueryableStateInfo[] }
   | { t: 'error'; a: number; w: number; error: WireError }
   | { t: 'persisting'; a: number; w: number; id: number; task: SnapshotTask }
   | { t: 'acknowledge'; a: number; w: number; id: number; task: SnapshotTask; handles: TaskStateHandles; stats: OperatorCheckpointStats }

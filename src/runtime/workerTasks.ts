@@ -75,6 +75,7 @@ export class WorkerTasks {
   private execution: Execution | undefined;
   /** This worker's queryable states, for key listings and `asOf` queries (which read the job's checkpoint storage). */
   private queries: StateQueries | undefined;
+  private statesSent = 0;
   private nextRequest = 0;
   private readonly requests = new Map<number, { resolve(value: unknown): void; reject(error: unknown): void }>();
   private readonly storages = new Map<number, CheckpointStorage>();
@@ -123,7 +124,10 @@ export class WorkerTasks {
         : undefined;
       // This worker's counters, sent to the main thread, which labels them with the worker and keeps them across attempts.
       const metrics = new JobMetricsRecorder(job.name, options.scheduler, () => 0, EMPTY);
-      report = () => links.post({ t: 'metrics', a, w, operators: metrics.snapshot().operators });
+      report = () => {
+        links.post({ t: 'metrics', a, w, operators: metrics.snapshot().operators });
+        this.reportStates();
+      };
       const execution = new Execution({
         ...options,
         restored,
@@ -135,6 +139,7 @@ export class WorkerTasks {
       await execution.start();
       this.queries = new StateQueries(job.name, setup.checkpointing ? this.storage(setup.storages[0]!) : undefined);
       this.queries.attach(execution.queryable);
+      this.reportStates();
       links.post({ t: 'ready', a, w });
       for (const message of this.early.splice(0)) this.receive(message);
       const sendReport = report;
@@ -212,6 +217,14 @@ export class WorkerTasks {
         return this.links.post({ t: 'queryReply', a, w, request: message.request, known: state !== undefined, value });
       }
     }
+  }
+
+  /** This worker's queryable states, to the main thread when there are more than it last sent (a state registers once used). */
+  private reportStates(): void {
+    const states = this.queries?.queryableStates() ?? [];
+    if (states.length === this.statesSent) return;
+    this.statesSent = states.length;
+    this.links.post({ t: 'states', a: this.setup.attempt, w: this.setup.placement.worker, states });
   }
 
   /** Answers query `request` with what `ask` finds: `known: false` when this worker has no such state, the error when it failed. */

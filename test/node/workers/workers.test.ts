@@ -319,6 +319,8 @@ describe('state queries on workers', { timeout: 240_000 }, () => {
     }
     // Both workers hold some of the keys (each its instance's key groups): the listing has every key once, in order.
     expect(listed).toEqual(all);
+    // The workers tell the main thread the states they registered (the reduce's once it was used).
+    await expect.poll(() => running.queryableStates().map(({ name, uid }) => ({ name, uid })), { timeout: 60_000 }).toEqual([{ name: 'sums', uid: 'sum' }]);
     const paged: unknown[] = [];
     let page = await running.queryKeys('sums', { limit: 7 });
     for (;;) {
