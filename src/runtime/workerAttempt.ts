@@ -212,6 +212,7 @@ export class WorkerAttempt implements Attempt {
    * user function that loops; in a browser, a Worker that called `close()`, which no event reports).
    */
   private checkHeartbeats(): void {
+    if (this.state === 'done' || this.state === 'failed') return clearInterval(this.watchdog);
     const { heartbeatTimeout } = this.options;
     const now = Date.now();
     const hung = this.heard.findIndex((at) => at !== undefined && now - at > heartbeatTimeout);
