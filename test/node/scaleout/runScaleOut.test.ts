@@ -316,7 +316,11 @@ describe.skipIf(!up)('runScaleOut: one task per owned key group, in member proce
       }
       // Every record read and counted once all three run again; then they leave cleanly.
       await waitForOutput(records);
-      expect(await finish()).toEqual([0, 0, 0]);
+      // They leave cleanly (0), but for one the loaded machine kept from renewing in time, fenced (3), its key groups
+      // then taken after the lease: like the unplanned restarts, no loss or double either way.
+      const leaving = [...members.values()];
+      const codes = await finish();
+      codes.forEach((code, i) => expect(code === 0 || (code === 3 && leaving[i]!.lines.some((line) => /^fenced .*lost key group/.test(line))), leaving[i]!.lines.slice(-5).join(' | ')).toBe(true));
       expect(fenced).toHaveLength(10);
       for (const line of fenced) expect(line).toMatch(/lost key group/);
       // Nothing missing, nothing doubled: a fenced member's checkpoints were never committed, so what they covered
