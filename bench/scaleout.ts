@@ -1,8 +1,10 @@
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
 import { jetstreamManager } from '@nats-io/jetstream';
-import { connect } from '@nats-io/transport-node';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { DEFAULT_MAX_PARALLELISM } from 'weir';
-import { assignedKeyGroups, joinScaleOut, type ScaleOutMember } from 'weir/node';
+import { assignedKeyGroups, joinScaleOut, keyGroupPartitions, type ScaleOutMember } from 'weir/node';
 import type { Result } from './report';
 
 // Scale-out on NATS JetStream KV (README "Beyond one machine"). `scaleout/rebalance-moved-fraction`: two members own
@@ -10,6 +12,13 @@ import type { Result } from './report';
 // read from what each member actually claimed on the server (bar ≤ 0.4; rendezvous hashing gives ~1/3).
 // `scaleout/rebalance-settle-ms`: from the third member's join to all three owning what they compute, a wall-clock
 // figure of the lease rounds (a quarter of the 2 s lease each): read it with the machine's load beside it.
+// `scaleout/2-vs-1-processes`: records/s of a runScaleOut job over a 16-partition stream, ~2 µs of busy work per
+// record (bench/scaleoutMember.ts), with two member processes over one (bar ≥ 1.5): the members join and settle on
+// an empty stream, then the records are published (core NATS publishes, counted back from the stream) and timed
+// until every one was processed. `scaleout/takeover-ms-after-sigkill`: two members run; one is SIGKILLed and a record
+// is published to each of its key groups; from the kill to the last of those key groups' first record at the
+// survivor, recorded with its parts: the lease TTL, and the restore time (from the survivor's claim of a key group to
+// its first record there, the slowest key group's). Bar: ≤ lease + 2 × restore.
 
 const SERVERS = process.env.BENCH_NATS ?? '127.0.0.1:4222';
 const LEASE = 2000;
@@ -30,6 +39,10 @@ function settled(members: { member: ScaleOutMember; changed: EventTarget }[]): P
 }
 
 export async function scaleout(): Promise<Result[]> {
+  return [...(await rebalance()), ...(await processesRatio()), ...(await takeover())];
+}
+
+async function rebalance(): Promise<Result[]> {
   const group = `weir-bench-scaleout-${randomBytes(4).toString('hex')}`;
   const join = async (id: string) => {
     const changed = new EventTarget();
@@ -57,5 +70,189 @@ export async function scaleout(): Promise<Result[]> {
     const jsm = await jetstreamManager(nc);
     for (const bucket of [`${group}-leases`, `${group}-commits`]) await jsm.streams.delete(`KV_${bucket}`).catch(() => undefined);
     await nc.close();
+  }
+}
+
+const PARTITIONS = 16;
+const RECORDS = Number(process.env.BENCH_SCALEOUT_RECORDS ?? 400_000);
+const TAKEOVER_LEASE = 3000;
+const MEMBER = fileURLToPath(new URL('./scaleoutMember.ts', import.meta.url));
+
+/** A member process of bench/scaleoutMember.ts and what it printed. */
+interface Member {
+  readonly name: string;
+  readonly process: ChildProcess;
+  readonly lines: string[];
+  /** Resolves once a line from `from` on matches. */
+  waitFor(match: (line: string) => boolean, from?: number): Promise<string>;
+  processed(): number;
+  /** The key groups its tasks run on now. */
+  running(): Set<number>;
+  readonly exited: Promise<unknown>;
+}
+
+/** A scale-out group of member processes over a stream of its own, removed by `close`. */
+async function benchGroup(lease: number) {
+  const id = randomBytes(4).toString('hex');
+  const group = `weir-bench-so-${id}`;
+  const bucket = `weir-bench-so-chk-${id}`;
+  const stream = `wbso_${id}`;
+  const nc = await connect({ servers: SERVERS });
+  const jsm = await jetstreamManager(nc);
+  await jsm.streams.add({ name: stream, subjects: [`${stream}.>`] });
+  const members: Member[] = [];
+  const start = (name: string): Member => {
+    const child = spawn(process.execPath, ['--import', 'tsx', MEMBER, SERVERS, group, name, String(PARTITIONS), String(lease), stream, bucket], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const lines: string[] = [];
+    const waiters: { match: (line: string) => boolean; resolve: (line: string) => void }[] = [];
+    let pending = '';
+    child.stdout!.on('data', (data: Buffer) => {
+      pending += data.toString();
+      let newline: number;
+      while ((newline = pending.indexOf('\n')) >= 0) {
+        const line = pending.slice(0, newline);
+        pending = pending.slice(newline + 1);
+        lines.push(line);
+        for (const waiter of [...waiters]) {
+          if (!waiter.match(line)) continue;
+          waiters.splice(waiters.indexOf(waiter), 1);
+          waiter.resolve(line);
+        }
+      }
+    });
+    const member: Member = {
+      name,
+      process: child,
+      lines,
+      waitFor: (match, from = 0) => {
+        const seen = lines.slice(from).find(match);
+        return seen !== undefined ? Promise.resolve(seen) : new Promise((resolve) => waiters.push({ match, resolve }));
+      },
+      processed: () => Number(lines.filter((line) => line.startsWith('processed ')).at(-1)?.slice(10) ?? 0),
+      running() {
+        const running = new Set<number>();
+        for (const line of lines) {
+          const [event, kg] = line.split(' ');
+          if (event === 'start') running.add(Number(kg));
+          if (event === 'end') running.delete(Number(kg));
+        }
+        return running;
+      },
+      exited: new Promise((resolve) => child.on('exit', resolve)),
+    };
+    members.push(member);
+    return member;
+  };
+  const topic = keyGroupPartitions({ prefix: stream, topic: 'in', maxParallelism: PARTITIONS });
+  return {
+    stream,
+    topic,
+    nc,
+    members,
+    start,
+    /** Resolves once each member's tasks run on exactly the key groups the assignment gives it among `names`. */
+    async settled(names: string[]) {
+      const live = members.filter((member) => names.includes(member.name) && member.process.exitCode === null);
+      const done = () => live.every((member) => [...member.running()].sort((a, b) => a - b).join() === assignedKeyGroups(member.name, names, PARTITIONS).join());
+      while (!done()) await sleep(100);
+    },
+    /** How many messages the stream holds. */
+    stored: async () => (await jsm.streams.info(stream)).state.messages,
+    async close() {
+      for (const member of members) if (member.process.exitCode === null && member.process.signalCode === null) member.process.kill('SIGKILL');
+      await Promise.all(members.map((member) => member.exited));
+      for (const name of [stream, `KV_${group}-leases`, `KV_${group}-commits`, `OBJ_${bucket}`]) await jsm.streams.delete(name).catch(() => undefined);
+      await nc.close();
+    },
+  };
+}
+
+/** A member that ended during a measurement (fenced, say) fails the bench rather than stalling it. */
+function checkAlive(members: readonly Member[]): void {
+  const gone = members.find((member) => member.process.exitCode !== null || member.process.signalCode !== null);
+  if (gone) throw new Error(`scaleout bench: member ${gone.name} ended: ${gone.lines.filter((line) => !line.startsWith('processed ')).slice(-3).join(' | ')}`);
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Publishes `count` records over every partition with core publishes (the stream stores them without acks). */
+async function publishRecords(nc: NatsConnection, subjectOf: (user: string) => string, count: number, from = 0): Promise<void> {
+  for (let i = from; i < from + count; i++) {
+    const user = `u${i % 1000}`;
+    nc.publish(subjectOf(user), JSON.stringify({ user }));
+    if (i % 5000 === 4999) await nc.flush();
+  }
+  await nc.flush();
+}
+
+/** Records/s of `processes` member processes over RECORDS records published once they settled. */
+async function throughput(processes: number): Promise<number> {
+  // The default lease: a loaded machine must not fence a member in the middle of the measurement.
+  const group = await benchGroup(10_000);
+  try {
+    const names = Array.from({ length: processes }, (_, i) => `m-${i}`);
+    const members = names.map((name) => group.start(name));
+    await Promise.all(members.map((member) => member.waitFor((line) => line === 'joined')));
+    await group.settled(names);
+    const startedAt = performance.now();
+    await publishRecords(group.nc, group.topic.subjectOfKey, RECORDS);
+    const total = await group.stored();
+    while (members.reduce((sum, member) => sum + member.processed(), 0) < total) {
+      await sleep(20);
+      checkAlive(members);
+    }
+    return total / ((performance.now() - startedAt) / 1000);
+  } finally {
+    await group.close();
+  }
+}
+
+async function processesRatio(): Promise<Result[]> {
+  const one = await throughput(1);
+  const two = await throughput(2);
+  return [
+    { name: 'scaleout/1-process-records-per-s', value: one, unit: 'records/s' },
+    { name: 'scaleout/2-processes-records-per-s', value: two, unit: 'records/s' },
+    { name: 'scaleout/2-vs-1-processes', value: two / one, unit: 'ratio', bar: { op: '>=', value: 1.5 } },
+  ];
+}
+
+async function takeover(): Promise<Result[]> {
+  const group = await benchGroup(TAKEOVER_LEASE);
+  try {
+    const names = ['m-a', 'm-b'];
+    const [victim, survivor] = names.map((name) => group.start(name)) as [Member, Member];
+    await Promise.all([victim, survivor].map((member) => member.waitFor((line) => line === 'joined')));
+    await group.settled(names);
+    // Some state and committed checkpoints first.
+    await publishRecords(group.nc, group.topic.subjectOfKey, 20_000);
+    const stored = await group.stored();
+    while (victim.processed() + survivor.processed() < stored) {
+      await sleep(20);
+      checkAlive([victim, survivor]);
+    }
+    await sleep(1500);
+    const lost = [...victim.running()];
+    const from = survivor.lines.length;
+    victim.process.kill('SIGKILL');
+    const killedAt = Date.now();
+    for (const kg of lost) group.nc.publish(group.topic.subject(kg), JSON.stringify({ user: 'after-kill' }));
+    await group.nc.flush();
+    let restoreMs = 0;
+    let firstAt = 0;
+    for (const kg of lost) {
+      const started = Number((await survivor.waitFor((line) => line.startsWith(`start ${kg} `), from)).split(' ')[2]);
+      const first = Number((await survivor.waitFor((line) => line.startsWith(`first ${kg} `), from)).split(' ')[2]);
+      restoreMs = Math.max(restoreMs, first - started);
+      firstAt = Math.max(firstAt, first);
+    }
+    const takeoverMs = firstAt - killedAt;
+    return [
+      { name: 'scaleout/takeover-ms-after-sigkill', value: takeoverMs, unit: 'ms', bar: { op: '<=', value: TAKEOVER_LEASE + 2 * restoreMs } },
+      { name: 'scaleout/takeover-lease-ms', value: TAKEOVER_LEASE, unit: 'ms' },
+      { name: 'scaleout/takeover-restore-ms', value: restoreMs, unit: 'ms' },
+    ];
+  } finally {
+    await group.close();
   }
 }

@@ -169,6 +169,15 @@ export class OwnershipLostError extends WeirError {
   override name = 'OwnershipLostError';
 }
 
+/**
+ * A scale-out task read a record whose key belongs to another key group than the partition it came from: its
+ * producer placed it by another hash, so its state would land with the wrong owner. Publish each record to the
+ * partition of its key's key group (`keyGroupPartitions(...).byKey`, or weir's `keyGroupOf` in a foreign producer).
+ */
+export class PartitionMismatchError extends WeirError {
+  override name = 'PartitionMismatchError';
+}
+
 /** A state value cannot be turned into its snapshot form by its serializer (superjson refuses `__proto__` keys, say). */
 export class StateSerializationError extends WeirError {
   override name = 'StateSerializationError';

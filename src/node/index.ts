@@ -29,3 +29,11 @@ export {
 export { keyGroupPartitions, type KeyGroupPartitions, type KeyGroupPartitionsOptions } from './scaleout/keyGroupPartitions.js';
 export { joinScaleOut, type ScaleOutMember, type ScaleOutMemberOptions } from './scaleout/scaleOutMember.js';
 export { rendezvousOwner, assignedKeyGroups } from './scaleout/rendezvousAssignment.js';
+export {
+  runScaleOut,
+  type RunScaleOutOptions,
+  type ScaleOutRunner,
+  type ScaleOutTask,
+  type ScaleOutTaskEvent,
+  type ScaleOutJobOptions,
+} from './scaleout/runScaleOut.js';

@@ -49,6 +49,10 @@ export class RestoreSelection {
             : await loadCheckpoint(this.startStorage!, restore.savepoint, job);
     if (restored) this.checkOperatorsMatch(restored, allowNonRestoredState);
     await coordinator.recover(await completedCheckpointIds(storage, job));
+    // Ids continue after the restored checkpoint's, as Flink's counter does after a savepoint: a sink's transaction
+    // ids are made of checkpoint ids (toNats's message ids), so a run restored into a directory of its own must not
+    // number its checkpoints from 1 again and reuse the ids of what the run before it published.
+    if (restored) coordinator.skipToId(restored.metadata.id + 1);
     return restored;
   }
 

@@ -30,6 +30,13 @@ export interface ScaleOutMemberOptions {
   lease?: number;
   /** Called with the key groups this member owns (ascending) whenever they change. */
   onChange?: (owned: readonly number[]) => void;
+  /**
+   * Called when this member is to give a key group up (the assignment moved it, or the member leaves), while it still
+   * holds it: commits are accepted and the lease is renewed until this settles, and only then is the lease deleted
+   * for the new owner to claim (cooperative rebalancing: a runner stops the key group's task with a final checkpoint
+   * and commits it here). Without it, a key group is given up at once.
+   */
+  release?: (keyGroup: number) => Promise<void>;
 }
 
 /** One process's membership of a scale-out group: the key groups it owns, and fenced writes on them. */
@@ -49,7 +56,10 @@ export interface ScaleOutMember {
    * as does `done`. Resolves to the new fencing token.
    */
   commit(keyGroup: number, value: Json): Promise<number>;
-  /** Leaves the group at once, handing every key group over (its leases deleted) rather than letting them expire. */
+  /**
+   * Leaves the group, handing every key group over (through `release`, then its lease deleted) rather than letting
+   * them expire; settles once the member stopped.
+   */
   leave(): Promise<void>;
   /** Settles when the member left; rejects with `OwnershipLostError` when it was fenced and stopped itself. */
   readonly done: Promise<void>;
@@ -70,7 +80,7 @@ type Held = { lease: number; token: number };
  * for (const kg of member.owned()) await member.commit(kg, { offset: 42 });
  */
 export async function joinScaleOut(options: ScaleOutMemberOptions): Promise<ScaleOutMember> {
-  const { servers, connection: connectOptions, group, member, maxParallelism = DEFAULT_MAX_PARALLELISM, lease = 10_000, onChange } = options;
+  const { servers, connection: connectOptions, group, member, maxParallelism = DEFAULT_MAX_PARALLELISM, lease = 10_000, onChange, release } = options;
   const who = `scale-out member '${String(member)}' of group '${String(group)}'`;
   if (typeof group !== 'string' || !/^[-\w]+$/.test(group)) throw new JobDefinitionError(`${who}: group must be a name of letters, digits, '-' and '_'`);
   if (typeof member !== 'string' || !/^[-\w=]+$/.test(member)) throw new JobDefinitionError(`${who}: member must be an id of letters, digits, '-', '_' and '='`);
@@ -95,9 +105,14 @@ export async function joinScaleOut(options: ScaleOutMemberOptions): Promise<Scal
   let live: string[] = [];
   let lastRenewal = Date.now();
   let stopped = false;
+  // Leaving: no heartbeat, nothing assigned, every key group released; the member stops once it holds none.
+  let leaving = false;
   let timer: NodeJS.Timeout | undefined;
-  // The round under way, which `leave` waits for, so that no claim it makes outlives the hand-over.
-  let round: Promise<void> = Promise.resolve();
+  // A round is under way; `rerun`: a release finished meanwhile, so the next round starts at once.
+  let inRound = false;
+  let rerun = false;
+  // Key groups being given up: `done` once `release` settled, when the next round deletes the lease.
+  const releasing = new Map<number, { done: boolean }>();
   let settle!: (error?: OwnershipLostError) => void;
   const done = new Promise<void>((resolve, reject) => {
     settle = (error) => (error === undefined ? resolve() : reject(error));
@@ -143,23 +158,54 @@ export async function joinScaleOut(options: ScaleOutMemberOptions): Promise<Scal
     }
   };
 
+  /** Runs the next round now rather than a quarter lease from now (once a release settled). */
+  const wake = (): void => {
+    if (stopped) return;
+    if (inRound) {
+      rerun = true;
+      return;
+    }
+    clearTimeout(timer);
+    timer = setTimeout(() => void loop(), 0);
+  };
+  /** Starts giving a key group up: `release` runs while the rounds keep renewing its lease. */
+  const startRelease = (keyGroup: number): { done: boolean } => {
+    const handing = { done: release === undefined };
+    releasing.set(keyGroup, handing);
+    if (release !== undefined) {
+      void release(keyGroup)
+        .catch(() => undefined)
+        .then(() => {
+          handing.done = true;
+          wake();
+        });
+    }
+    return handing;
+  };
+
   /** One round: heartbeat, read the live members, renew or release what is held, claim what is assigned. */
   const tick = async (): Promise<void> => {
-    await leases.put(`members.${member}`, String(Date.now()));
-    const keys: string[] = [];
-    for await (const key of await leases.keys('members.*')) keys.push(key.slice('members.'.length));
-    live = keys.sort();
-    if (!live.includes(member)) live = [...live, member].sort();
-    const assigned = new Set(assignedKeyGroups(member, live, maxParallelism));
+    if (!leaving) {
+      await leases.put(`members.${member}`, String(Date.now()));
+      const keys: string[] = [];
+      for await (const key of await leases.keys('members.*')) keys.push(key.slice('members.'.length));
+      live = keys.sort();
+      if (!live.includes(member)) live = [...live, member].sort();
+    }
+    const assigned = new Set(leaving ? [] : assignedKeyGroups(member, live, maxParallelism));
     const before = owned().join();
     for (const [keyGroup, mine] of [...held]) {
       if (stopped) return;
       const key = `kg.${keyGroup}`;
-      if (!assigned.has(keyGroup)) {
-        // Cooperative hand-over: the lease is deleted, so the new owner claims it at its next round.
-        held.delete(keyGroup);
-        await leases.delete(key, { previousSeq: mine.lease }).catch(() => undefined);
-        continue;
+      // A release once started runs to its end, even if the key group comes back meanwhile: it is claimed again.
+      if (!assigned.has(keyGroup) || releasing.has(keyGroup)) {
+        if ((releasing.get(keyGroup) ?? startRelease(keyGroup)).done) {
+          // Cooperative hand-over: the lease is deleted, so the new owner claims it at its next round.
+          releasing.delete(keyGroup);
+          held.delete(keyGroup);
+          await leases.delete(key, { previousSeq: mine.lease }).catch(() => undefined);
+          continue;
+        }
       }
       try {
         // In place: a commit running meanwhile moves the token of the same record.
@@ -172,7 +218,7 @@ export async function joinScaleOut(options: ScaleOutMemberOptions): Promise<Scal
     lastRenewal = Date.now();
     for (const keyGroup of assigned) {
       if (stopped) return;
-      if (held.has(keyGroup)) continue;
+      if (held.has(keyGroup) || releasing.has(keyGroup)) continue;
       const revision = await tryCreate(leases, `kg.${keyGroup}`, member);
       if (revision !== undefined) await takeOver(keyGroup, revision);
     }
@@ -181,8 +227,8 @@ export async function joinScaleOut(options: ScaleOutMemberOptions): Promise<Scal
 
   const loop = async (): Promise<void> => {
     try {
-      round = tick();
-      await round;
+      inRound = true;
+      await tick();
     } catch (error) {
       if (stopped) return;
       if (error instanceof OwnershipLostError) return;
@@ -193,8 +239,17 @@ export async function joinScaleOut(options: ScaleOutMemberOptions): Promise<Scal
         if (lost.length > 0) void fence(lost[0]!, `it could not renew its leases for ${lease} ms (${String((error as Error)?.message ?? error)})`);
         return;
       }
+    } finally {
+      inRound = false;
     }
-    if (!stopped) timer = setTimeout(() => void loop(), lease / 4);
+    if (stopped) return;
+    if (leaving && held.size === 0) {
+      stopped = true;
+      await finish();
+      return;
+    }
+    timer = setTimeout(() => void loop(), rerun ? 0 : lease / 4);
+    rerun = false;
   };
   await tick().catch(async (cause: unknown) => {
     await stop();
@@ -226,13 +281,13 @@ export async function joinScaleOut(options: ScaleOutMemberOptions): Promise<Scal
       }
     },
     async leave() {
-      if (stopped) return;
-      stopped = true;
-      clearTimeout(timer);
-      await round.catch(() => undefined);
-      for (const [keyGroup, { lease: revision }] of held) await leases.delete(`kg.${keyGroup}`, { previousSeq: revision }).catch(() => undefined);
-      await leases.delete(`members.${member}`).catch(() => undefined);
-      await finish();
+      if (!stopped && !leaving) {
+        leaving = true;
+        // The heartbeat goes first, so the other members assign this one's key groups and claim each as it is freed.
+        await leases.delete(`members.${member}`).catch(() => undefined);
+        wake();
+      }
+      await done.catch(() => undefined);
     },
     done,
   };

@@ -18,8 +18,9 @@ export interface NatsStreams {
   removeAll(): Promise<void>;
 }
 
-export async function natsStreams(): Promise<NatsStreams> {
-  const connection = await connect({ servers: NATS });
+/** `servers`: the loopback server by default, or a test's private one. */
+export async function natsStreams(servers = NATS): Promise<NatsStreams> {
+  const connection = await connect({ servers });
   const jsm = await jetstreamManager(connection);
   const js = jetstream(connection);
   const created: string[] = [];

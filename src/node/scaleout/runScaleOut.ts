@@ -1,0 +1,236 @@
+import type { KeyedFlow, Flow } from '../../core/flow.js';
+import { JobDefinitionError, OwnershipLostError, PartitionMismatchError } from '../../core/errors.js';
+import { DEFAULT_MAX_PARALLELISM, keyGroupOf } from '../../core/keyGroups.js';
+import type { CheckpointStorage, Key } from '../../core/types.js';
+import { keyBy } from '../../operators/keyBy.js';
+import { createJob, type CheckpointOptions, type Job, type JobOptions } from '../../runtime/job.js';
+import type { RunningJob } from '../../runtime/runningJob.js';
+import { keyGroupStorage } from './keyGroupStorage.js';
+import { joinScaleOut, type ScaleOutMember, type ScaleOutMemberOptions } from './scaleOutMember.js';
+
+/** What `createJob` of a task takes: the task fills in the name, the key groups and the checkpoint storage. */
+export type ScaleOutJobOptions = Omit<JobOptions, 'name' | 'maxParallelism' | 'checkpoints'> & {
+  checkpoints?: Omit<CheckpointOptions, 'storage' | 'incremental' | 'fullEvery'>;
+};
+
+/** One key group's task, as `runScaleOut`'s `define` gets it. */
+export interface ScaleOutTask {
+  /** The key group the task processes: read its partition, `keyGroupPartitions(...).subjects([task.keyGroup])`. */
+  readonly keyGroup: number;
+  /** The group's number of key groups. */
+  readonly maxParallelism: number;
+  /** The task's job name, `<group>-kg<keyGroup>`. */
+  readonly name: string;
+  /** `createJob` for this task: its name, `maxParallelism` and checkpoint storage are the runner's. */
+  createJob(options?: ScaleOutJobOptions): Job;
+  /**
+   * `keyBy` that checks each key belongs to this task's key group: a record its producer placed in another partition
+   * fails the task with `PartitionMismatchError`, as its state would otherwise live with the wrong owner.
+   */
+  keyBy<T>(selector: (value: T) => Key): (input: Flow<T>) => KeyedFlow<T>;
+}
+
+export interface RunScaleOutOptions extends Omit<ScaleOutMemberOptions, 'onChange' | 'release'> {
+  /** The checkpoint storage every member shares (`natsObjectCheckpointStorage`, say). */
+  storage: CheckpointStorage;
+  /** Milliseconds between a task's checkpoints (1000 by default): each completed one is a commit. */
+  checkpointInterval?: number;
+  /** Called as tasks start (restored from a committed checkpoint, or fresh) and end; for logs. */
+  onTask?: (event: ScaleOutTaskEvent) => void;
+}
+
+/** A task started or ended on this member. */
+export type ScaleOutTaskEvent =
+  | { type: 'start'; keyGroup: number; token: number; restoredFrom: string | undefined }
+  | { type: 'end'; keyGroup: number; handedOver: boolean; error?: unknown };
+
+/** A process's part of a scale-out job: its membership, and one running task per key group it owns. */
+export interface ScaleOutRunner {
+  readonly member: ScaleOutMember;
+  /** The key groups whose task runs now (ascending). */
+  running(): number[];
+  /**
+   * Leaves the group cleanly (on SIGTERM, say): every task stops with a final checkpoint, commits it, and only then
+   * is its key group released to its new owner.
+   */
+  leave(): Promise<void>;
+  /**
+   * Settles once the member left; rejects with `OwnershipLostError` when it was fenced (a task's commit refused), or
+   * with a task's error when one failed (this member then left, handing its other key groups over).
+   */
+  readonly done: Promise<void>;
+}
+
+/** What a key group's owners commit: the path of its last completed checkpoint in the shared storage. */
+type Committed = { checkpoint: string };
+
+interface Task {
+  readonly running: RunningJob;
+  /** Set once the runner asked the task to stop: the end is then no failure. */
+  stopping?: Promise<void>;
+}
+
+/**
+ * Runs a job across processes the Kafka Streams way: this process joins the scale-out group (`joinScaleOut`) and
+ * runs one weir job per key group it owns, made by `define` (the same code in every process). A task checkpoints to
+ * the shared storage under a directory of its key group and its owner's fencing token, and each completed checkpoint
+ * is committed, by the fenced compare-and-set, as the key group's pointer: the input offsets are the source's split
+ * state in that checkpoint, so they are in the same commit. A new owner restores from the committed pointer, never
+ * from a checkpoint a fenced owner wrote after the takeover. When the assignment moves a key group away, its task
+ * stops with a final checkpoint, commits it, and only then is the key group released; a dead member's key groups are
+ * taken once its lease ran out and restored from their last commit.
+ * @example
+ * const orders = keyGroupPartitions({ prefix: 'shop', topic: 'orders', maxParallelism: 16 });
+ * const runner = await runScaleOut((task) => {
+ *   const job = task.createJob();
+ *   job.source(natsSource({ servers, stream: 'SHOP', subjects: orders.subjects([task.keyGroup]), bounded: false }), { uid: 'orders' })
+ *     .pipe(task.keyBy((o: Order) => o.customer), fold(0, (n) => n + 1, { uid: 'count' }), toNats({ servers, subject: () => 'counts' }, { uid: 'out' }));
+ *   return job;
+ * }, { servers, group: 'shop', member: `p${process.pid}`, maxParallelism: 16, storage: natsObjectCheckpointStorage({ servers, bucket: 'shop-chk' }) });
+ * process.on('SIGTERM', () => void runner.leave());
+ */
+export async function runScaleOut(define: (task: ScaleOutTask) => Job, options: RunScaleOutOptions): Promise<ScaleOutRunner> {
+  const { storage, checkpointInterval = 1000, onTask, ...memberOptions } = options;
+  const { group, maxParallelism = DEFAULT_MAX_PARALLELISM } = memberOptions;
+  const who = `scale-out runner of group '${String(group)}'`;
+  if (typeof define !== 'function') throw new JobDefinitionError(`${who}: give a function that makes a key group's job`);
+  if (storage === null || typeof storage !== 'object' || typeof storage.write !== 'function') throw new JobDefinitionError(`${who}: storage must be a checkpoint storage every member shares, e.g. natsObjectCheckpointStorage(...)`);
+  if (!(Number.isFinite(checkpointInterval) && checkpointInterval > 0)) throw new JobDefinitionError(`${who}: checkpointInterval must be a positive number of ms, got ${String(checkpointInterval)}`);
+
+  const tasks = new Map<number, Task>();
+  // Key groups whose release began: their task never starts again before the member gave them up.
+  const handingOver = new Set<number>();
+  // Changes of ownership are applied one after the other, so a task never starts while its predecessor stops; the
+  // first waits for the join to return the member (it reports what it claimed while joining).
+  let joined!: () => void;
+  let applying = new Promise<void>((resolve) => (joined = resolve));
+  // The first task failure (weir fails jobs with errors), which `done` rejects with.
+  let failure: Error | undefined;
+  let member!: ScaleOutMember;
+
+  const startTask = async (keyGroup: number): Promise<void> => {
+    const token = member.token(keyGroup);
+    if (token === undefined || tasks.has(keyGroup)) return;
+    const name = `${group}-kg${keyGroup}`;
+    const dir = `${group}/kg-${keyGroup}/t${token}`;
+    const pointer = (await member.committed(keyGroup)) as Committed | undefined;
+    const restoredFrom = typeof pointer?.checkpoint === 'string' ? pointer.checkpoint : undefined;
+    // The epoch before this one is dropped once this one committed a checkpoint of its own (it is full: it needs none
+    // of the former's files); a fenced owner's directories that never got committed are left for the operator.
+    const former = restoredFrom?.slice(0, restoredFrom.indexOf(`/${name}/`));
+    let committedOnce = false;
+    const taskStorage = keyGroupStorage({
+      shared: storage,
+      dir,
+      job: name,
+      commit: async (checkpoint) => {
+        await member.commit(keyGroup, { checkpoint } satisfies Committed);
+        if (!committedOnce && former !== undefined && former !== dir) void storage.remove(former).catch(() => undefined);
+        committedOnce = true;
+      },
+    });
+    const task: ScaleOutTask = {
+      keyGroup,
+      maxParallelism,
+      name,
+      createJob: (jobOptions = {}) =>
+        createJob({
+          ...jobOptions,
+          name,
+          maxParallelism,
+          // A checkpoint that fails (a storage hiccup) is tolerated: the next one commits; a refused commit stops the
+          // member, and its tasks with it.
+          checkpoints: { interval: checkpointInterval, tolerableFailures: 10, ...jobOptions.checkpoints, storage: taskStorage },
+        }),
+      keyBy: <T>(selector: (value: T) => Key) =>
+        keyBy<T>((value) => {
+          const key = selector(value);
+          const actual = keyGroupOf(key, maxParallelism);
+          if (actual !== keyGroup) {
+            throw new PartitionMismatchError(
+              `${name}: key ${JSON.stringify(key)} belongs to key group ${actual}, but it was read from key group ${keyGroup}'s partition; ` +
+                `its producer must publish it to key group ${actual}'s partition (keyGroupPartitions(...).byKey, or weir's keyGroupOf(key, ${maxParallelism}))`,
+            );
+          }
+          return key;
+        }),
+    };
+    const job = define(task);
+    if (job?.name !== name) throw new JobDefinitionError(`${who}: define must return the job made by task.createJob() (named '${name}'), got ${job instanceof Object ? `job '${String(job.name)}'` : typeof job}`);
+    const running = job.start(restoredFrom === undefined ? undefined : { restore: { savepoint: restoredFrom, storage } });
+    const entry: Task = { running };
+    tasks.set(keyGroup, entry);
+    onTask?.({ type: 'start', keyGroup, token, restoredFrom });
+    running.done.then(
+      () => onTask?.({ type: 'end', keyGroup, handedOver: entry.stopping !== undefined }),
+      (error: unknown) => {
+        onTask?.({ type: 'end', keyGroup, handedOver: false, error });
+        if (entry.stopping !== undefined || error instanceof OwnershipLostError) return;
+        // A task that failed for good (its restart strategy gave up) fails the member, which hands the rest over.
+        failure ??= error as Error;
+        void member.leave();
+      },
+    );
+  };
+
+  /** Stops a key group's task with a final checkpoint, which commits: the member then releases the key group. */
+  const stopTask = (keyGroup: number): Promise<void> => {
+    const task = tasks.get(keyGroup);
+    if (task === undefined) return Promise.resolve();
+    task.stopping ??= task.running
+      .stop()
+      .then(() => undefined, () => undefined)
+      .finally(() => tasks.delete(keyGroup));
+    return task.stopping;
+  };
+
+  member = await joinScaleOut({
+    ...memberOptions,
+    onChange(owned) {
+      const mine = new Set(owned);
+      for (const keyGroup of handingOver) if (!mine.has(keyGroup)) handingOver.delete(keyGroup);
+      applying = applying.then(async () => {
+        // What the member owns now, not when this change was queued: a key group may have been released meanwhile.
+        for (const keyGroup of member.owned()) {
+          if (tasks.has(keyGroup) || handingOver.has(keyGroup) || failure !== undefined) continue;
+          await startTask(keyGroup).catch((error: unknown) => {
+            failure ??= error as Error;
+            void member.leave();
+          });
+        }
+      });
+      // Released key groups were stopped by `release`; a task left on a key group no longer owned is a fenced
+      // member's: it stops now, not behind the changes queued.
+      for (const [keyGroup, task] of tasks) if (!mine.has(keyGroup) && task.stopping === undefined) void task.running.cancel().catch(() => undefined);
+    },
+    release: async (keyGroup) => {
+      handingOver.add(keyGroup);
+      await applying;
+      await stopTask(keyGroup);
+    },
+  });
+  joined();
+
+  const done = member.done.then(
+    async () => {
+      await applying;
+      if (failure !== undefined) throw failure;
+    },
+    async (error: unknown) => {
+      // Fenced: every task stops at once (their commits are refused anyway), not behind the changes queued.
+      await Promise.all([...tasks.values()].map((task) => task.running.cancel().catch(() => undefined)));
+      await applying;
+      throw error;
+    },
+  );
+  done.catch(() => undefined);
+  return {
+    member,
+    running: () => [...tasks.keys()].sort((a, b) => a - b),
+    async leave() {
+      await member.leave();
+      await done.catch(() => undefined);
+    },
+    done,
+  };
+}
