@@ -42,12 +42,13 @@ export interface SegmentEnd {
 export class ClosureStateCheck {
   private seen = 0;
 
-  /** The check of a segment for one attempt, or undefined in production mode or when an operator opted out. */
-  static of(steps: readonly LiftedStep[], task: TaskContext, end: SegmentEnd): ClosureStateCheck | undefined {
-    return developmentMode() && steps.every((step) => step.checked) ? new ClosureStateCheck(steps, task, end) : undefined;
+  /** Whether a segment of `steps` is checked: not in production mode, nor when an operator opted out. */
+  static applies(steps: readonly LiftedStep[]): boolean {
+    return developmentMode() && steps.every((step) => step.checked);
   }
 
-  private constructor(
+  /** The check of a segment (one that `applies`) for one attempt. */
+  constructor(
     private readonly steps: readonly LiftedStep[],
     private readonly task: TaskContext,
     private readonly end: SegmentEnd,
