@@ -40,6 +40,11 @@ export class SegmentInput {
     for (const subscriber of this.subscribers.splice(0)) subscriber.complete();
   }
 
+  /** Takes subscribers again after `complete`, as a new input would (the closure-state check reuses one). */
+  reopen(): void {
+    this.ended = false;
+  }
+
   /** `next` with no subscriber or several. */
   private nextEach(value: unknown): void {
     // A copy: a subscriber may unsubscribe (take) or another subscribe (retry) while the record is handed out.
