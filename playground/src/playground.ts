@@ -202,7 +202,7 @@ function renderWorkers(current: PlaygroundRun) {
       table.append(tr);
     }
   }
-  const note = el('p', `${workers} module Web Worker${workers > 1 ? 's' : ''}; the source and the sinks run in worker 0. Workers answer queries by key only: the Live state panel, which lists keys, stays empty.`);
+  const note = el('p', `${workers} module Web Worker${workers > 1 ? 's' : ''}; the source and the sinks run in worker 0.`);
   box.replaceChildren(note, table);
 }
 

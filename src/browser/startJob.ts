@@ -2,11 +2,12 @@ import { checkOptions } from '../core/checkOptions.js';
 import { JobDefinitionError } from '../core/errors.js';
 import { withDefaultParallelism, type StartOptions } from '../runtime/job.js';
 import { buildJob, type JobDefinition } from '../runtime/jobModule.js';
-import { launchOnWorkers } from '../runtime/launchOnWorkers.js';
+import { launchOnWorkers, type WorkerOptions } from '../runtime/launchOnWorkers.js';
 import type { RunningJob } from '../runtime/runningJob.js';
 import { browserWorkerHost, type WorkerFactory } from './browserWorkerHost.js';
 
-export type BrowserStartJobOptions = StartOptions & {
+export type BrowserStartJobOptions = StartOptions &
+  WorkerOptions & {
   /** Module Web Workers that run the job's subtasks (at least 1). */
   workers: number;
   /**
@@ -51,13 +52,13 @@ export type BrowserStartJobOptions = StartOptions & {
  * await running.done;
  */
 export function startJob(define: JobDefinition, options: BrowserStartJobOptions): RunningJob {
-  const { workers, worker, ...start } = options ?? ({} as BrowserStartJobOptions);
-  checkOptions('startJob', options, ['workers', 'worker', 'restore', 'allowNonRestoredState']);
+  const { workers, worker, heartbeatTimeout, ...start } = options ?? ({} as BrowserStartJobOptions);
+  checkOptions('startJob', options, ['workers', 'worker', 'heartbeatTimeout', 'restore', 'allowNonRestoredState']);
   if (typeof define !== 'function') throw new JobDefinitionError(`startJob: the job definition must be a function ({ workers, worker }) => createJob(…), got ${String(define)}`);
   if (!(Number.isInteger(workers) && workers >= 1)) throw new JobDefinitionError(`startJob: workers must be an integer ≥ 1, got ${String(workers)}`);
   if (typeof worker !== 'function') {
     throw new JobDefinitionError("startJob: give worker: () => new Worker(new URL('./job.worker.ts', import.meta.url), { type: 'module' }), a module that calls runJobWorker(define)");
   }
   const job = withDefaultParallelism(workers, () => buildJob(define, 'startJob: the job definition', { workers, worker: undefined }));
-  return launchOnWorkers(job, workers, start, browserWorkerHost(worker, workers));
+  return launchOnWorkers(job, workers, start, browserWorkerHost(worker, workers), { heartbeatTimeout });
 }

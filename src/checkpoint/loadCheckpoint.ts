@@ -33,8 +33,8 @@ export interface RestoredOperator {
   readonly operators: (Json | undefined)[];
   /** Whether any file holds keyed state. */
   readonly hasKeyed: boolean;
-  /** The keyed payloads of the files whose key groups meet `range` (all by default), one file at a time. */
-  keyed(range?: KeyGroupRange): AsyncIterable<KeyedStatePayload>;
+  /** The keyed payloads of the files whose key groups meet one of `ranges` (all by default), one file at a time. */
+  keyed(ranges?: readonly KeyGroupRange[]): AsyncIterable<KeyedStatePayload>;
 }
 
 /**
@@ -66,12 +66,22 @@ function rootRelativeHint(storage: CheckpointStorage, dir: string): string | und
   return undefined;
 }
 
+export interface LoadOptions {
+  /**
+   * The key groups this thread restores of operator `uid` (undefined: all of them). A file of keyed state only, whose
+   * key groups meet none of them, is skipped at load: a worker thread restores its own instances, and the main
+   * thread has checked the whole checkpoint already. A file with operator state is read all the same (every
+   * instance restores from every instance's operator state, timers included).
+   */
+  keyGroups?(uid: string): readonly KeyGroupRange[] | undefined;
+}
+
 /**
  * Reads and checks the checkpoint in directory `dir`, which must belong to job `job`. `dir` is relative to the
  * storage's root, or absolute (on a file system storage, as `CheckpointStats.path` is); never relative to the
  * working directory.
  */
-export async function loadCheckpoint(storage: CheckpointStorage, dir: string, job: string): Promise<LoadedCheckpoint> {
+export async function loadCheckpoint(storage: CheckpointStorage, dir: string, job: string, options: LoadOptions = {}): Promise<LoadedCheckpoint> {
   const where = (file: string) => (storage.describe ? storage.describe(`${dir}/${file}`) : `${storage.location}: ${dir}/${file}`);
   const metadataBytes = await storage.read(`${dir}/${METADATA_FILE}`).catch((error: unknown) => {
     const code = unusablePathCode(error);
@@ -98,6 +108,7 @@ export async function loadCheckpoint(storage: CheckpointStorage, dir: string, jo
   const states = new Map<string, RestoredOperator>();
   for (const operator of metadata.operators) {
     const { uid, files } = operator;
+    const ranges = options.keyGroups?.(uid);
     // Every file is read and checked now, so that a damaged checkpoint is found before restoring (and `latest` can
     // fall back); big keyed payloads are not kept but read again when restored.
     const keyed: (KeyedStatePayload | undefined)[] = [];
@@ -111,6 +122,13 @@ export async function loadCheckpoint(storage: CheckpointStorage, dir: string, jo
       // without key groups. Only those have to be parsed now, past the budget.
       const ownOperatorState = entry.checkpoint === undefined && (entry.keyGroups === null || !withOperatorState.has(entry.subtask));
       if (ownOperatorState) withOperatorState.add(entry.subtask);
+      const groups = entry.keyGroups;
+      if (ranges && groups !== null && !ownOperatorState && !meets(groups, ranges)) {
+        // Not restored here: read (and checked) only if `keyed` is ever asked for its key groups.
+        operators.push(undefined);
+        keyed.push(undefined);
+        continue;
+      }
       if (kept > KEEP_LOADED_BYTES && !ownOperatorState) {
         checked[keyed.length] = await checkStateFileBytes(storage, dir, metadata.id, entry);
         operators.push(undefined);
@@ -125,11 +143,11 @@ export async function loadCheckpoint(storage: CheckpointStorage, dir: string, jo
     states.set(uid, {
       operators,
       hasKeyed: files.some((entry) => entry.keyGroups !== null),
-      async *keyed(range) {
+      async *keyed(wanted) {
         for (const index of restoreOrder(files, metadata.id)) {
           const entry = files[index]!;
           const groups = entry.keyGroups;
-          if (groups === null || (range && (groups[1] < range.start || groups[0] > range.end))) continue;
+          if (groups === null || (wanted && !meets(groups, wanted))) continue;
           const payload = keyed[index] ?? (await readPayload(uid, entry, checked[index])).payload.keyed;
           if (payload) yield payload;
         }
@@ -137,6 +155,11 @@ export async function loadCheckpoint(storage: CheckpointStorage, dir: string, jo
     });
   }
   return { path: dir, storage, metadata, states };
+}
+
+/** Whether a file's key groups (first and last) meet one of `ranges`. */
+function meets(groups: readonly [number, number], ranges: readonly KeyGroupRange[]): boolean {
+  return ranges.some((range) => groups[1] >= range.start && groups[0] <= range.end);
 }
 
 /**

@@ -9,6 +9,13 @@ export interface CheckpointStorage {
   readonly maxStateSize?: number;
   /** Writes all bytes or nothing: a reader never sees a torn file. */
   write(path: string, data: Uint8Array): Promise<void>;
+  /**
+   * True when the storage keeps no reference to a write's `data` once the write settled (it wrote the bytes out, or
+   * kept a copy). Checkpoints then write their next state files into the same buffers, which spares V8 a full
+   * collection every checkpoint or two of a large state (see `BufferPool`); a storage that does not say so gets
+   * fresh buffers, so one that keeps what it was given stays correct.
+   */
+  readonly releasesWrittenData?: boolean;
   /** Reads a file; rejects with `CheckpointNotFoundError` when it does not exist. */
   read(path: string): Promise<Uint8Array>;
   /**

@@ -26,6 +26,32 @@ export function isControl(element: unknown): element is ControlElement {
   return element instanceof ControlElement;
 }
 
+/** Where an `emit` made by `withControl` sends control elements. */
+const CONTROL = Symbol('weir.control');
+
+type EmitWithControl = ((value: never) => void) & { [CONTROL]?: (element: ControlElement) => void };
+
+/**
+ * `emitRecord`, a function that takes records only (it skips the check for control elements), marked with where
+ * control elements sent through it go (`control`): how an operator chain hands its operators an `emit` without a
+ * check per record. Returns `emitRecord` itself.
+ */
+export function withControl<F extends (value: never) => void>(emitRecord: F, control: (element: StreamElement<unknown>) => void): F {
+  (emitRecord as EmitWithControl)[CONTROL] = control;
+  return emitRecord;
+}
+
+/**
+ * Sends a control element (a watermark, a side-output record) through an operator's `emit`: to the control input
+ * `withControl` gave it, or through `emit` itself, which then checks what it gets (a multi-input operator's, a
+ * test's).
+ */
+export function emitControl(emit: (value: never) => void, element: ControlElement): void {
+  const control = (emit as EmitWithControl)[CONTROL];
+  if (control !== undefined) control(element);
+  else emit(element as never);
+}
+
 /**
  * Event time has reached `timestamp`: no record with an earlier or equal timestamp should follow (late ones may).
  * Flink's watermark; `MAX_WATERMARK` at the end of input fires every pending event-time window.

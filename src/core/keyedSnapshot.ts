@@ -81,4 +81,6 @@ export interface KeyedSnapshot {
    * small pieces and encodes a file between the job's records, piece by piece (a heap full snapshot).
    */
   readonly flatChunks?: boolean;
+  /** At most how many entries `materializeChunks` gives, when the backend knows: a writer sizes its buffers by it. */
+  readonly entries?: number;
 }

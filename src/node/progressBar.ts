@@ -1,5 +1,9 @@
-import { SingleBar } from 'cli-progress';
+import type * as CliProgress from 'cli-progress';
+import { lazyRequire } from './lazyRequire.js';
 import type { ProgressListener } from '../core/progress.js';
+
+/** cli-progress, loaded when a bar is first drawn, not in every worker thread that imports weir/node. */
+const cliProgress = lazyRequire<typeof CliProgress>('cli-progress');
 
 export interface ProgressBarOptions {
   /** Where the bar is drawn; `process.stderr` by default, so that it never mixes with a report on stdout. */
@@ -25,7 +29,7 @@ export interface ProgressBar extends ProgressListener {
 export function progressBar(label: string, options: ProgressBarOptions = {}): ProgressBar {
   const { stream = process.stderr, force = false } = options;
   if (!stream.isTTY && !force) return Object.assign(() => undefined, { stop: () => undefined });
-  const bar = new SingleBar({
+  const bar = new (cliProgress().SingleBar)({
     stream,
     format: `${label} [{bar}] {value}/{total} {file}`,
     noTTYOutput: force && !stream.isTTY,

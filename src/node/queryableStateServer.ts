@@ -5,8 +5,8 @@ import type { Key } from '../core/types.js';
 import { API_PREFIX, ERROR_STATUS, type ErrorBody, type ErrorCode } from '../query/queryProtocol.js';
 import { InvalidQueryError, KeyGroupNotOwnedError, QueryableStateUnavailableError, UnknownQueryableStateError } from '../query/queryErrors.js';
 import type { KeyPageOptions, QueryableStateReader } from '../query/stateQueries.js';
-import { Registry } from 'prom-client';
-import { registerPrometheusMetrics, type MetricsSource } from './metrics/prometheusMetrics.js';
+import type { Registry } from 'prom-client';
+import { promClient, registerPrometheusMetrics, type MetricsSource } from './metrics/prometheusMetrics.js';
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { JobView } from '../runtime/jobView.js';
@@ -208,7 +208,7 @@ function metricsRegistry(running: Partial<MetricsSource>, option: boolean | Regi
   if (running.metrics === undefined) {
     throw new TypeError('serveQueryableState: metrics needs a running job (job.start()), which has metrics; this reader has none');
   }
-  const registry = option === true ? new Registry() : option;
+  const registry = option === true ? new (promClient().Registry)() : option;
   registerPrometheusMetrics(running as MetricsSource, registry);
   return registry;
 }

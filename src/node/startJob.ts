@@ -4,13 +4,14 @@ import { checkOptions } from '../core/checkOptions.js';
 import { JobDefinitionError } from '../core/errors.js';
 import { withDefaultParallelism, type StartOptions } from '../runtime/job.js';
 import { jobOf } from '../runtime/jobModule.js';
-import { launchOnWorkers } from '../runtime/launchOnWorkers.js';
+import { launchOnWorkers, type WorkerOptions } from '../runtime/launchOnWorkers.js';
 import type { RunningJob } from '../runtime/runningJob.js';
 import { nodeWorkerHost } from './nodeWorkerHost.js';
 
 export type { JobDefinition, JobModuleContext } from '../runtime/jobModule.js';
 
-export type StartJobOptions = StartOptions & {
+export type StartJobOptions = StartOptions &
+  WorkerOptions & {
   /** Worker threads that run the job's subtasks (at least 1). */
   workers: number;
   /** The job module's export that builds the job (default `'default'`). */
@@ -55,12 +56,12 @@ function moduleHref(entry: string | URL): string {
 }
 
 export async function startJob(moduleUrl: string | URL, options: StartJobOptions): Promise<RunningJob> {
-  const { workers, export: exportName = 'default', preload = [], execArgv, ...start } = options ?? ({} as StartJobOptions);
+  const { workers, export: exportName = 'default', preload = [], execArgv, heartbeatTimeout, ...start } = options ?? ({} as StartJobOptions);
   const url = moduleUrl instanceof URL || moduleUrl.startsWith('file:') ? String(moduleUrl) : pathToFileURL(resolve(moduleUrl)).href;
-  checkOptions(`startJob (${url})`, options, ['workers', 'export', 'preload', 'execArgv', 'restore', 'allowNonRestoredState']);
+  checkOptions(`startJob (${url})`, options, ['workers', 'export', 'preload', 'execArgv', 'heartbeatTimeout', 'restore', 'allowNonRestoredState']);
   if (!(Number.isInteger(workers) && workers >= 1)) throw new JobDefinitionError(`startJob (${url}): workers must be an integer ≥ 1, got ${String(workers)}`);
   const module = (await import(url)) as Record<string, unknown>;
   const job = withDefaultParallelism(workers, () => jobOf(module, exportName, url, { workers, worker: undefined }));
   const host = nodeWorkerHost({ moduleUrl: url, exportName, preload: preload.map(moduleHref), ...(execArgv ? { execArgv } : {}) });
-  return launchOnWorkers(job, workers, start, host);
+  return launchOnWorkers(job, workers, start, host, { heartbeatTimeout });
 }

@@ -65,9 +65,10 @@ export function operateMulti<R>(inputs: Flow<unknown>[], spec: MultiInputSpec<R>
         const backend = keyed ? task.keyedBackend() : undefined;
         const counters = task.counters ?? new OperatorCounters();
         const emit = (value: unknown) => {
-          // Handlers may emit watermarks too: only records count.
-          if (!(value instanceof ControlElement)) counters.emitted++;
-          subscriber.next(value);
+          // Handlers may emit side-output records too: only records count, and they go on as such (see nextRecord).
+          if (value instanceof ControlElement) return subscriber.next(value);
+          counters.emitted++;
+          subscriber.nextRecord(value);
         };
         const handler = guard.attempt(() => spec.setup(task, emit, guard.fail, backend));
         if (handler === undefined) return () => undefined;
@@ -133,7 +134,14 @@ export function operateMulti<R>(inputs: Flow<unknown>[], spec: MultiInputSpec<R>
           });
         }
         const pushElement = (input: number, element: StreamElement<unknown>) => aligner.push(input, element, record.current);
-        const stop = feedAligner(upstreams, aligner, subscriber, (input, element) => guard.call2(pushElement, input, element));
+        const pushRecord = (input: number, value: unknown) => aligner.pushRecord(input, value, record.current);
+        const stop = feedAligner(
+          upstreams,
+          aligner,
+          subscriber,
+          (input, element) => guard.call2(pushElement, input, element),
+          (input, value) => guard.call2(pushRecord, input, value),
+        );
         return () => {
           subscriber.closed = true;
           stop();

@@ -1,6 +1,6 @@
 import type { Observable } from 'rxjs';
 import { DirectObservable, endOnce, subscribeTo, type ClosableObserver, type DirectObserver } from '../task/directObservable.js';
-import { CheckpointBarrier, ControlElement, SideOutputElement, Watermark, type StreamElement } from '../core/elements.js';
+import { CheckpointBarrier, ControlElement, SideOutputElement, Watermark, withControl, type StreamElement } from '../core/elements.js';
 import type { TaskContext } from '../core/graph.js';
 import { OperatorCounters } from '../core/operatorCounters.js';
 import { UserFunctionGuard } from '../core/userFunctionFailure.js';
@@ -12,9 +12,14 @@ export interface ChainedOperator {
   readonly spec: OperatorSpec<unknown, unknown>;
 }
 
-/** Where a chained operator sends what it emits: the next operator's input, or the chain's observer. */
+/**
+ * Where a chained operator sends what it emits: the next operator's input, or the chain's observer. `record` takes
+ * what is known to be a record and skips the check for control elements that `next` makes: an operator's `emit` is
+ * `record` (it sends control elements with `emitControl`), so within a chain a record is checked once, on entry.
+ */
 interface Downstream {
   next(element: StreamElement<unknown>): void;
+  record(value: unknown): void;
   complete(): void;
 }
 
@@ -79,6 +84,8 @@ function runChain(
   const stop = subscribeTo(source, {
     // eslint-disable-next-line @typescript-eslint/unbound-method -- links never use `this` (see linkOperator)
     next: first.next,
+    // eslint-disable-next-line @typescript-eslint/unbound-method -- as above
+    nextRecord: first.record,
     dropsAfterEnd: true,
     error: (error) => end.error(error),
     complete: () => {
@@ -95,16 +102,22 @@ function runChain(
 /** Where records go when nothing reads the counts (the test harness gives its tasks no counters). */
 const UNCOUNTED = new OperatorCounters();
 
-/** The chain's end, counting the records its last operator emits (control elements are not records). */
-function countEmitted(end: ChainEnd, counters: OperatorCounters | undefined): Downstream {
-  if (counters === undefined) return end;
+/**
+ * The chain's end, counting the records its last operator emits (control elements are not records). Its `record` is
+ * the chain's own closure even without counters, so that `emitControl` can say where that emit's control goes.
+ */
+function countEmitted(end: ChainEnd, counters: OperatorCounters = UNCOUNTED): Downstream {
   // eslint-disable-next-line @typescript-eslint/unbound-method -- endOnce's observer never uses `this`
-  const { next } = end;
+  const { next, nextRecord } = end;
   return {
     next(element) {
       if (!(element instanceof ControlElement)) counters.emitted++;
       next(element);
     },
+    record: withControl((value: unknown) => {
+      counters.emitted++;
+      nextRecord(value);
+    }, next),
     complete: () => end.complete(),
   };
 }
@@ -124,10 +137,10 @@ function linkOperator(
   // The functions a record goes through are read once here: this code is shared by every operator of every job, so
   // a property read per record would be megamorphic (handlers and links are closures and never use `this`).
   // eslint-disable-next-line @typescript-eslint/unbound-method -- see above: observers here never use `this`
-  const { next: sendOn } = downstream;
+  const { next: sendOn, record: emit } = downstream;
   const guard = UserFunctionGuard.of({ job: task.job, uid: task.uid, operator: spec.kind }, (error) => end.error(error));
   if (spec.fused !== undefined) return fusedLink(task, spec.fused, downstream, end, guard, counters);
-  const handler = guard.attempt(() => spec.setup(task, sendOn, guard.fail));
+  const handler = guard.attempt(() => spec.setup(task, emit, guard.fail));
   if (handler === undefined) return undefined;
   // eslint-disable-next-line @typescript-eslint/unbound-method -- handlers are closures (see above)
   const { onRecord, onComplete } = handler;
@@ -140,11 +153,24 @@ function linkOperator(
       counters.recordsIn++;
       guard.call(onRecord, element);
     },
+    // `next` without the check (one body each rather than one calling the other: a call less at the chain's entry).
+    record: withControl((value: unknown) => {
+      if (end.closed) return;
+      counters.recordsIn++;
+      guard.call(onRecord, value);
+    }, controlAfterEnd(end, onControl)),
     complete() {
       if (onComplete !== undefined) guard.attempt(onComplete);
       // A throw in onComplete closed the chain: nothing completes after it.
       if (!end.closed) downstream.complete();
     },
+  };
+}
+
+/** A link's input for control elements sent to it by `emitControl`: dropped after the chain ended, as by `next`. */
+function controlAfterEnd(end: ChainEnd, onControl: (element: ControlElement) => void): (element: StreamElement<unknown>) => void {
+  return (element) => {
+    if (!end.closed) onControl(element as ControlElement);
   };
 }
 
@@ -192,47 +218,59 @@ function fusedLink(
   counters: OperatorCounters,
 ): Downstream & { handler: OperatorHandler<unknown> } {
   // eslint-disable-next-line @typescript-eslint/unbound-method -- observers here never use `this` (see linkOperator)
-  const { next: sendOn } = downstream;
+  const { next: sendOn, record: sendRecord } = downstream;
   // Its handler, released with the chain's, has nothing to release.
-  const handler: OperatorHandler<unknown> = { onRecord: sendOn };
+  const handler: OperatorHandler<unknown> = { onRecord: sendRecord };
   const onControl = controlInput(task, handler, sendOn, guard);
   const complete = () => {
     if (!end.closed) downstream.complete();
   };
   if ('filter' in fused) {
     const { filter: predicate } = fused;
+    const record = (value: unknown) => {
+      if (end.closed) return;
+      counters.recordsIn++;
+      let keep: boolean;
+      try {
+        keep = predicate(value);
+      } catch (error) {
+        return guard.fail(error);
+      }
+      if (keep) sendRecord(value);
+    };
+    withControl(record, controlAfterEnd(end, onControl));
     return {
       handler,
       next(element) {
         if (end.closed) return;
         if (element instanceof ControlElement) return onControl(element);
-        counters.recordsIn++;
-        let keep: boolean;
-        try {
-          keep = predicate(element);
-        } catch (error) {
-          return guard.fail(error);
-        }
-        if (keep) sendOn(element);
+        record(element);
       },
+      record,
       complete,
     };
   }
   const { map: project } = fused;
+  const record = (element: unknown) => {
+    if (end.closed) return;
+    counters.recordsIn++;
+    let value: unknown;
+    try {
+      value = project(element);
+    } catch (error) {
+      return guard.fail(error);
+    }
+    sendRecord(value);
+  };
+  withControl(record, controlAfterEnd(end, onControl));
   return {
     handler,
     next(element) {
       if (end.closed) return;
       if (element instanceof ControlElement) return onControl(element);
-      counters.recordsIn++;
-      let value: unknown;
-      try {
-        value = project(element);
-      } catch (error) {
-        return guard.fail(error);
-      }
-      sendOn(value);
+      record(element);
     },
+    record,
     complete,
   };
 }

@@ -1,4 +1,4 @@
-import { SideOutputElement, type RecordTimestamp } from '../core/elements.js';
+import { SideOutputElement, emitControl, type RecordTimestamp } from '../core/elements.js';
 import type { Output } from './processFunction.js';
 
 /**
@@ -6,5 +6,5 @@ import type { Output } from './processFunction.js';
  * travels with them, stamped with the timestamp of the record being processed (or of the timer firing).
  */
 export function output<R>(emit: (value: R) => void, record: RecordTimestamp): Output<R> {
-  return { emit, side: (tag, value) => emit(new SideOutputElement(tag.id, value, record.current) as never) };
+  return { emit, side: (tag, value) => emitControl(emit, new SideOutputElement(tag.id, value, record.current)) };
 }

@@ -1,4 +1,4 @@
-import { SideOutputElement } from '../core/elements.js';
+import { SideOutputElement, emitControl } from '../core/elements.js';
 import type { Flow } from '../core/flow.js';
 import type { Key } from '../core/types.js';
 import { UserFunctionGuard } from '../core/userFunctionFailure.js';
@@ -192,7 +192,7 @@ export function windowJoinOperator<A, B, R>(
           }
           const watermark = timers.currentWatermark;
           if (lastEnd - 1 <= watermark) {
-            emit(new SideOutputElement(LATE_DATA, value, timestamp) as never);
+            emitControl(emit, new SideOutputElement(LATE_DATA, value, timestamp));
             return;
           }
           const { side, value: carried } = value;

@@ -1,6 +1,7 @@
 import type { SavepointTarget } from '../checkpoint/coordinator.js';
 import type { Key } from '../core/types.js';
-import type { QueryableStateRegistry } from '../query/queryableStateRegistry.js';
+import type { QueryableStateInfo, QueryableStateRegistry } from '../query/queryableStateRegistry.js';
+import type { KeyPage, KeyPageOptions } from '../query/stateQueries.js';
 
 /**
  * One attempt at running a job, as `RunningJob` drives it through restarts: an `Execution` on this thread, or the
@@ -18,8 +19,12 @@ export interface Attempt {
   /** The attempt's queryable states. */
   readonly queryable: QueryableStateRegistry;
   /**
-   * A live query answered by the threads that hold the state (worker threads); without it, `queryable` answers.
-   * Resolves with `known: false` when no thread has a state of that name.
+   * A query answered by the threads that hold the state (worker threads), live or `asOf` a checkpoint; without it,
+   * `queryable` answers. Resolves with `known: false` when no thread has a state of that name.
    */
-  query?(name: string, key: Key): Promise<{ known: boolean; value: unknown }>;
+  query?(name: string, key: Key, asOf?: number): Promise<{ known: boolean; value: unknown }>;
+  /** The queryable states the threads that hold them have registered (worker threads); without it, `queryable` lists them. */
+  queryableStates?(): QueryableStateInfo[];
+  /** A page of a state's keys from the threads that hold it, as `query`. */
+  queryKeys?(name: string, options: KeyPageOptions): Promise<{ known: boolean; page: KeyPage }>;
 }

@@ -47,12 +47,14 @@ export class AttemptBackends {
       const parallelism = node.parallelism ?? 1;
       const local = Array.from({ length: parallelism }, (_, index) => index).filter((index) => this.options.runsHere(index));
       if (local.length === 0) continue;
-      const backends = local.map((index) => {
-        const backend = this.create(node.uid, keyGroupRangeFor(index, parallelism, maxParallelism));
+      const ranges = local.map((index) => keyGroupRangeFor(index, parallelism, maxParallelism));
+      const backends = local.map((index, i) => {
+        const backend = this.create(node.uid, ranges[i]!);
         this.restored.set(taskId(node.uid, index), backend);
         return backend;
       });
-      for await (const payload of saved.keyed()) for (const backend of backends) backend.restore([payload]);
+      // Only the files that hold key groups of the subtasks here (a worker thread runs some of them).
+      for await (const payload of saved.keyed(ranges)) for (const backend of backends) backend.restore([payload]);
     }
   }
 

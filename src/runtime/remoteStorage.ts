@@ -15,6 +15,8 @@ export function remoteStorage(location: string, maxStateSize: number | undefined
   return {
     location,
     ...(maxStateSize !== undefined ? { maxStateSize } : {}),
+    // postMessage clones the bytes (nothing is transferred).
+    releasesWrittenData: true,
     write: async (path, data) => {
       await request('write', path, data);
     },

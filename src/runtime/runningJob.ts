@@ -140,9 +140,9 @@ export class RunningJob implements QueryableStateReader {
    */
   query<T = unknown>(name: string, key: Key, options?: QueryOptions): Promise<T | undefined> {
     const attempt = this.execution;
-    if (attempt?.query && this.hasStarted && !this.ended && options?.asOf === undefined) {
-      return attempt.query(name, key).then(({ known, value }) => {
-        if (!known) throw new UnknownQueryableStateError(`job '${this.setup.job}' has no queryable state '${name}' on its workers (yet: a state is queryable once its operator used it, or from the start when listed in its states)`);
+    if (attempt?.query && this.hasStarted && !this.ended) {
+      return attempt.query(name, key, options?.asOf).then(({ known, value }) => {
+        if (!known) throw this.unknownOnWorkers(name);
         return value as T | undefined;
       });
     }
@@ -158,8 +158,21 @@ export class RunningJob implements QueryableStateReader {
    * while (page.cursor) page = await running.queryKeys('clicks-per-user', { prefix: 'user-', limit: 500, cursor: page.cursor });
    */
   queryKeys(name: string, options?: KeyPageOptions): Promise<KeyPage> {
+    const attempt = this.execution;
+    if (attempt?.queryKeys && this.hasStarted && !this.ended) {
+      return attempt.queryKeys(name, options ?? {}).then(({ known, page }) => {
+        if (!known) throw this.unknownOnWorkers(name);
+        return page;
+      });
+    }
     if (this.setup.queriesRefused) return Promise.reject(new JobDefinitionError(this.setup.queriesRefused));
     return this.queries.queryKeys(name, options);
+  }
+
+  private unknownOnWorkers(name: string): UnknownQueryableStateError {
+    return new UnknownQueryableStateError(
+      `job '${this.setup.job}' has no queryable state '${name}' on its workers (yet: a state is queryable once its operator used it, or from the start when listed in its states)`,
+    );
   }
 
   /**
@@ -167,7 +180,7 @@ export class RunningJob implements QueryableStateReader {
    * once their operator first uses them.
    */
   queryableStates(): QueryableStateInfo[] {
-    return this.queries.queryableStates();
+    return this.execution?.queryableStates?.() ?? this.queries.queryableStates();
   }
 
   /**

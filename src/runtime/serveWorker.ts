@@ -1,7 +1,7 @@
 import { JobDefinitionError } from '../core/errors.js';
 import type { Job } from './job.js';
 import type { ExchangePort } from './workerExchange.js';
-import { toWireError, type FromWorker, type ToWorker } from './workerProtocol.js';
+import { HEARTBEAT_MS, toWireError, type FromWorker, type ToWorker } from './workerProtocol.js';
 import { WorkerTasks, type WorkerSetup } from './workerTasks.js';
 
 /** A job worker's links as its platform gives them (Node's `worker_threads`, a browser's module Web Worker). */
@@ -25,6 +25,11 @@ export interface WorkerEndpoint {
 export async function serveWorker(endpoint: WorkerEndpoint, build: () => Job | Promise<Job>): Promise<void> {
   const { setup } = endpoint;
   const post = (message: FromWorker) => endpoint.post(message);
+  // From now until the main thread terminates this worker, which decides when silence means it hung: one at once, so
+  // that a job definition that never returns is silence from its start.
+  const heartbeat = () => post({ t: 'heartbeat', a: setup.attempt, w: setup.placement.worker });
+  heartbeat();
+  setInterval(heartbeat, HEARTBEAT_MS);
   let tasks: WorkerTasks | undefined;
   const early: ToWorker[] = [];
   const earlyData: [number, unknown][] = [];

@@ -4,13 +4,15 @@ import type { LoadedCheckpoint } from '../checkpoint/loadCheckpoint.js';
 import { JobDefinitionError, WorkerFailedError } from '../core/errors.js';
 import type { CheckpointStorage, Key } from '../core/types.js';
 import { QueryableStateUnavailableError } from '../query/queryErrors.js';
-import { QueryableStateRegistry } from '../query/queryableStateRegistry.js';
+import { QueryableStateRegistry, type QueryableStateInfo } from '../query/queryableStateRegistry.js';
+import type { KeyPage, KeyPageOptions } from '../query/stateQueries.js';
 import type { SnapshotTarget } from '../task/snapshotWriter.js';
 import type { Attempt } from './attempt.js';
 import type { JobExecutionOptions } from './job.js';
 import type { HostedWorker, WorkerHost } from './workerHost.js';
+import { mergeKeyPages, queryErrorOf } from './workerQueries.js';
 import type { WorkerSetup } from './workerTasks.js';
-import { describeMessage, fromWireError, toWireError, type FromWorker, type ToWorker, type WireError } from './workerProtocol.js';
+import { HEARTBEAT_MS, describeMessage, fromWireError, toWireError, type FromWorker, type ToWorker, type WireError } from './workerProtocol.js';
 
 export interface WorkerAttemptOptions {
   readonly attempt: number;
@@ -22,9 +24,15 @@ export interface WorkerAttemptOptions {
   readonly storage: CheckpointStorage | undefined;
   readonly restored: LoadedCheckpoint | undefined;
   readonly restoringAtStart: boolean;
+  /** A worker that sends nothing for this long (ms) has hung: the attempt fails (see `HEARTBEAT_MS`). */
+  readonly heartbeatTimeout: number;
 }
 
 /** Where an attempt is (see `WorkerAttempt`). */
+type QueryReply = Extract<FromWorker, { t: 'queryReply' }>;
+/** A query as the workers get it, but for the attempt and request numbers `ask` adds. */
+type QueryRequest = { t: 'query'; name: string; key: Key; asOf?: number } | { t: 'queryKeys'; name: string; options: KeyPageOptions };
+
 type State = 'spawning' | 'running' | 'finishing' | 'done' | 'failed';
 
 /**
@@ -59,9 +67,17 @@ export class WorkerAttempt implements Attempt {
   private announced: { target: SnapshotTarget; storage: number } | undefined;
   /** Commits in flight: the workers that have not answered yet, by checkpoint id. */
   private readonly commits = new Map<number, { waiting: Set<number>; resolve(): void; reject(error: unknown): void }>();
-  /** Live queries in flight: the answers so far, by request. */
-  private readonly queries = new Map<number, { answers: number; known: boolean; value: unknown; resolve(answer: { known: boolean; value: unknown }): void; reject(error: unknown): void }>();
+  /** Queries in flight: the workers that have not answered yet and the replies so far, by request. */
+  private readonly queries = new Map<number, { waiting: number; replies: QueryReply[]; resolve(replies: QueryReply[]): void; reject(error: unknown): void }>();
   private nextQuery = 0;
+  /** The queryable states the workers have registered, by name. */
+  private readonly states = new Map<string, QueryableStateInfo>();
+  /**
+   * When each worker was last heard from (`Date.now()`; undefined before its first message, while its script and
+   * modules load, which may take long on a cold cache and whose failure the platform reports), and the timer that checks it.
+   */
+  private readonly heard: (number | undefined)[] = [];
+  private watchdog: ReturnType<typeof setInterval> | undefined;
 
   constructor(private readonly options: WorkerAttemptOptions) {
     this.queryable = new QueryableStateRegistry(options.execution.graph.jobName, options.execution.maxParallelism);
@@ -114,7 +130,9 @@ export class WorkerAttempt implements Attempt {
         },
       });
       this.spawned.push(worker);
+      this.heard.push(undefined);
     }
+    this.watchdog = setInterval(() => this.checkHeartbeats(), HEARTBEAT_MS);
     await this.started;
   }
 
@@ -125,18 +143,62 @@ export class WorkerAttempt implements Attempt {
   }
 
   /**
-   * A live query, asked of every worker: only the one running the instance of the key's group can hold a value, so
-   * the answer is the value one of them found (undefined when none did).
+   * A query. Live, it is asked of every worker: only the one running the instance of the key's group can hold a
+   * value, so the answer is the value one of them found (undefined when none did). `asOf` a checkpoint, one worker
+   * that knows the state reads it (the checkpoint holds every key group).
    */
-  query(name: string, key: Key): Promise<{ known: boolean; value: unknown }> {
+  async query(name: string, key: Key, asOf?: number): Promise<{ known: boolean; value: unknown }> {
+    const request: QueryRequest = { t: 'query', name, key, ...(asOf === undefined ? {} : { asOf }) };
+    if (asOf !== undefined) {
+      const reply = await this.askInTurn(request);
+      return { known: reply !== undefined, value: reply?.value };
+    }
+    const replies = await this.ask(request, this.workerIndexes());
+    return { known: replies.some((reply) => reply.known), value: replies.find((reply) => reply.value !== undefined)?.value };
+  }
+
+  /**
+   * A page of a state's keys. Live, every worker lists the keys of its own key groups and the pages are merged
+   * (`mergeKeyPages`); `asOf` a checkpoint, one worker that knows the state lists the checkpoint's keys.
+   */
+  async queryKeys(name: string, options: KeyPageOptions): Promise<{ known: boolean; page: KeyPage }> {
+    const request: QueryRequest = { t: 'queryKeys', name, options };
+    if (options.asOf !== undefined) {
+      const reply = await this.askInTurn(request);
+      return reply ? { known: true, page: reply.keys! } : { known: false, page: { keys: [] } };
+    }
+    const known = (await this.ask(request, this.workerIndexes())).filter((reply) => reply.known);
+    return { known: known.length > 0, page: mergeKeyPages(known.map((reply) => reply.keys!), options.limit) };
+  }
+
+  /** The queryable states the workers have registered so far (each sends them when it has more). */
+  queryableStates(): QueryableStateInfo[] {
+    return [...this.states.values()];
+  }
+
+  /** Asks the workers one after another until one knows the state: its reply, or undefined when none does. */
+  private async askInTurn(request: QueryRequest): Promise<QueryReply | undefined> {
+    for (const w of this.workerIndexes()) {
+      const [reply] = await this.ask(request, [w]);
+      if (reply!.known) return reply;
+    }
+    return undefined;
+  }
+
+  /** Sends a query to `workers`; resolves with their replies, rejects with the first one's error. */
+  private ask(request: QueryRequest, workers: readonly number[]): Promise<QueryReply[]> {
     if (this.state !== 'running' && this.state !== 'finishing') {
       return Promise.reject(new QueryableStateUnavailableError(`job '${this.job}' is starting, restarting or ending: its workers answer no query now; retry`));
     }
-    const request = this.nextQuery++;
+    const id = this.nextQuery++;
     return new Promise((resolve, reject) => {
-      this.queries.set(request, { answers: 0, known: false, value: undefined, resolve, reject });
-      this.post({ t: 'query', a: this.options.attempt, request, name, key });
+      this.queries.set(id, { waiting: workers.length, replies: [], resolve, reject });
+      for (const w of workers) this.postTo(w, { ...request, a: this.options.attempt, request: id });
     });
+  }
+
+  private workerIndexes(): number[] {
+    return this.spawned.map((_, w) => w);
   }
 
   /** Ends the attempt at once; settles once every worker has exited. */
@@ -145,7 +207,28 @@ export class WorkerAttempt implements Attempt {
     await this.terminated();
   }
 
+  /**
+   * A worker not heard from for `heartbeatTimeout` has hung: its event loop never came back to send its heartbeat (a
+   * user function that loops; in a browser, a Worker that called `close()`, which no event reports).
+   */
+  private checkHeartbeats(): void {
+    if (this.state === 'done' || this.state === 'failed') return clearInterval(this.watchdog);
+    const { heartbeatTimeout } = this.options;
+    const now = Date.now();
+    const hung = this.heard.findIndex((at) => at !== undefined && now - at > heartbeatTimeout);
+    if (hung < 0) return;
+    this.fail(
+      new WorkerFailedError(
+        `job '${this.job}': worker ${hung} sent nothing for ${now - this.heard[hung]!} ms (heartbeatTimeout ${heartbeatTimeout} ms): it hung, in a ` +
+          'user function that never returns or a worker that closed itself; it restarts as its restart strategy allows (raise heartbeatTimeout for longer pauses)',
+        hung,
+      ),
+    );
+  }
+
   private onMessage(w: number, message: FromWorker): void {
+    this.heard[w] = Date.now();
+    if (message.t === 'heartbeat') return;
     this.options.host.trace?.(describeMessage('←', w, message));
     // A failed or ended attempt takes nothing more; a message of another attempt never reaches this one.
     if (message.a !== this.options.attempt || this.state === 'failed' || this.state === 'done') return;
@@ -159,6 +242,9 @@ export class WorkerAttempt implements Attempt {
           this.markStarted();
         }
         return this.maybeFinish();
+      case 'states':
+        for (const info of message.states) this.states.set(info.name, info);
+        return;
       case 'metrics':
         return this.options.execution.metrics?.reportWorker(this.options.attempt, w, this.options.workers, message.operators);
       case 'finished':
@@ -198,11 +284,14 @@ export class WorkerAttempt implements Attempt {
       case 'queryReply': {
         const query = this.queries.get(message.request);
         if (!query) return;
-        query.known ||= message.known;
-        if (message.value !== undefined) query.value = message.value;
-        if (++query.answers === this.options.workers) {
+        if (message.error) {
           this.queries.delete(message.request);
-          query.resolve({ known: query.known, value: query.value });
+          return query.reject(queryErrorOf(message.error));
+        }
+        query.replies.push(message);
+        if (--query.waiting === 0) {
+          this.queries.delete(message.request);
+          query.resolve(query.replies);
         }
         return;
       }
@@ -308,6 +397,7 @@ export class WorkerAttempt implements Attempt {
 
   private async succeed(): Promise<void> {
     this.state = 'done';
+    clearInterval(this.watchdog);
     this.options.execution.coordinator?.detach(new Error('the job finished'));
     await this.terminated();
     this.resolveDone();
@@ -316,6 +406,7 @@ export class WorkerAttempt implements Attempt {
   private fail(error: unknown): void {
     if (this.state === 'done' || this.state === 'failed') return;
     this.state = 'failed';
+    clearInterval(this.watchdog);
     this.options.execution.coordinator?.detach(error);
     for (const commit of this.commits.values()) commit.reject(error);
     this.commits.clear();

@@ -1,6 +1,8 @@
 import type { OperatorMetrics } from './jobMetrics.js';
 import type { OperatorCheckpointStats } from '../core/operatorCheckpointStats.js';
 import type { Key } from '../core/types.js';
+import type { QueryableStateInfo } from '../query/queryableStateRegistry.js';
+import type { KeyPage, KeyPageOptions } from '../query/stateQueries.js';
 import type { SnapshotTarget, SnapshotTask, TaskStateHandles } from '../task/snapshotWriter.js';
 
 /**
@@ -18,12 +20,22 @@ export type ToWorker =
   /** The final checkpoint completed: sinks finish, then the worker answers `done`. */
   | { t: 'finalDone'; a: number }
   | { t: 'drain'; a: number }
-  /** A live state query: every worker answers, the one that owns the key's group with its value. */
-  | { t: 'query'; a: number; request: number; name: string; key: Key }
+  /** A state query: live, every worker answers, the one that owns the key's group with its value; `asOf`, any worker that knows the state reads the checkpoint. */
+  | { t: 'query'; a: number; request: number; name: string; key: Key; asOf?: number }
+  /** A page of a state's keys: live, of this worker's key groups (the main thread merges the pages); `asOf`, of the whole checkpoint. */
+  | { t: 'queryKeys'; a: number; request: number; name: string; options: KeyPageOptions }
   | { t: 'storageReply'; a: number; request: number; ok: true; value: unknown }
   | { t: 'storageReply'; a: number; request: number; ok: false; error: WireError };
 
+/** How often a worker tells the main thread it is alive, from its own event loop (see `heartbeat`). */
+export const HEARTBEAT_MS = 1_000;
+
 export type FromWorker =
+  /**
+   * Sent every `HEARTBEAT_MS` from the moment the worker runs: a worker whose event loop never comes back (a user
+   * function that loops, a Web Worker that called `close()`) stops sending it, which the main thread notices.
+   */
+  | { t: 'heartbeat'; a: number; w: number }
   /** The worker built the job, checked its graph and started its tasks. */
   | { t: 'ready'; a: number; w: number }
   /** Every source subtask of this worker finished (or drained): the job may take its final checkpoint. */
@@ -32,6 +44,8 @@ export type FromWorker =
   | { t: 'done'; a: number; w: number }
   /** The worker's operator counters this attempt, sent each second and before `done` (see `JobMetricsRecorder.reportWorker`). */
   | { t: 'metrics'; a: number; w: number; operators: readonly OperatorMetrics[] }
+  /** The queryable states registered in this worker so far (sent when there are more). */
+  | { t: 'states'; a: number; w: number; states: readonly QueryableStateInfo[] }
   | { t: 'error'; a: number; w: number; error: WireError }
   | { t: 'persisting'; a: number; w: number; id: number; task: SnapshotTask }
   | { t: 'acknowledge'; a: number; w: number; id: number; task: SnapshotTask; handles: TaskStateHandles; stats: OperatorCheckpointStats }
@@ -40,8 +54,12 @@ export type FromWorker =
   | { t: 'committed'; a: number; w: number; id: number }
   | { t: 'commitFailed'; a: number; w: number; id: number; error: WireError }
   | { t: 'storage'; a: number; w: number; request: number; storage: number; op: StorageOp; path: string; data?: Uint8Array }
-  /** `known`: the worker has the state (so the value, undefined when its key is not in this worker's key groups). */
-  | { t: 'queryReply'; a: number; w: number; request: number; known: boolean; value?: unknown };
+  /**
+   * The answer to `query` (`value`) or `queryKeys` (`keys`). `known`: the worker has the state (so the value,
+   * undefined when its key is not in this worker's key groups); `error`: the query failed there (a bad option, a
+   * checkpoint no longer retained).
+   */
+  | { t: 'queryReply'; a: number; w: number; request: number; known: boolean; value?: unknown; keys?: KeyPage; error?: WireError };
 
 /** A main-thread storage as a worker knows it: by number, with what its messages and limits need. */
 export interface StorageInfo {

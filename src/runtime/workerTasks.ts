@@ -3,12 +3,15 @@ import type { CheckpointParticipants } from '../checkpoint/checkpointParticipant
 import { loadCheckpoint } from '../checkpoint/loadCheckpoint.js';
 import { CheckpointBarrier } from '../core/elements.js';
 import { JobDefinitionError } from '../core/errors.js';
-import type { CheckpointStorage } from '../core/types.js';
+import { keyGroupRangeFor } from '../core/keyGroups.js';
+import type { CheckpointStorage, KeyGroupRange } from '../core/types.js';
+import { UnknownQueryableStateError } from '../query/queryErrors.js';
+import { StateQueries, type KeyPage } from '../query/stateQueries.js';
 import { EMPTY, type SchedulerAction, type Subscription } from 'rxjs';
 import { Execution, type AttemptCoordinator } from './execution.js';
 import { JobMetricsRecorder } from './jobMetrics.js';
 import type { Job } from './job.js';
-import { checkPlaceable, type Placement } from './placement.js';
+import { checkPlaceable, workerOfSubtask, type Placement } from './placement.js';
 import { remoteStorage, storageError } from './remoteStorage.js';
 import { WorkerExchange, type ExchangePort } from './workerExchange.js';
 import { toWireError, type FromWorker, type StorageInfo, type ToWorker } from './workerProtocol.js';
@@ -43,6 +46,24 @@ export interface WorkerLinks {
  * storages through the main thread too. `receive` takes the main thread's messages, `receiveData` the other workers'
  * batches; both may arrive before the tasks are built, and wait for them.
  */
+/**
+ * The key groups of the keyed instances that run in this worker, by operator uid (undefined for the operators
+ * without keys, whose files every worker reads): what a restore here has to read of a checkpoint's keyed state.
+ */
+function ownKeyGroups(job: Job, placement: Placement, maxParallelism: number): (uid: string) => KeyGroupRange[] | undefined {
+  const ranges = new Map<string, KeyGroupRange[]>();
+  for (const node of job.graph.nodes) {
+    if (!node.stateful || !node.keySelector) continue;
+    const parallelism = node.parallelism ?? 1;
+    const own: KeyGroupRange[] = [];
+    for (let instance = 0; instance < parallelism; instance++) {
+      if (workerOfSubtask(instance, placement) === placement.worker) own.push(keyGroupRangeFor(instance, parallelism, maxParallelism));
+    }
+    ranges.set(node.uid, own);
+  }
+  return (uid) => ranges.get(uid);
+}
+
 /** How often a worker sends its counters to the main thread (and once more when its tasks end). */
 const METRICS_REPORT_MS = 1_000;
 
@@ -52,6 +73,9 @@ export class WorkerTasks {
   /** Messages from the main thread that came before the tasks were wired. */
   private readonly early: ToWorker[] = [];
   private execution: Execution | undefined;
+  /** This worker's queryable states, for key listings and `asOf` queries (which read the job's checkpoint storage). */
+  private queries: StateQueries | undefined;
+  private statesSent = 0;
   private nextRequest = 0;
   private readonly requests = new Map<number, { resolve(value: unknown): void; reject(error: unknown): void }>();
   private readonly storages = new Map<number, CheckpointStorage>();
@@ -94,11 +118,16 @@ export class WorkerTasks {
       this.checkGraph();
       checkPlaceable(job.graph);
       job.graph.freeze();
-      const restored = setup.restore ? await loadCheckpoint(this.storage(setup.storages[setup.restore.storage]!), setup.restore.path, job.name) : undefined;
       const options = job.executionOptions(setup.checkpointing ? this.coordinatorLink() : undefined);
+      const restored = setup.restore
+        ? await loadCheckpoint(this.storage(setup.storages[setup.restore.storage]!), setup.restore.path, job.name, { keyGroups: ownKeyGroups(job, placement, options.maxParallelism) })
+        : undefined;
       // This worker's counters, sent to the main thread, which labels them with the worker and keeps them across attempts.
       const metrics = new JobMetricsRecorder(job.name, options.scheduler, () => 0, EMPTY);
-      report = () => links.post({ t: 'metrics', a, w, operators: metrics.snapshot().operators });
+      report = () => {
+        links.post({ t: 'metrics', a, w, operators: metrics.snapshot().operators });
+        this.reportStates();
+      };
       const execution = new Execution({
         ...options,
         restored,
@@ -108,6 +137,9 @@ export class WorkerTasks {
       });
       this.execution = execution;
       await execution.start();
+      this.queries = new StateQueries(job.name, setup.checkpointing ? this.storage(setup.storages[0]!) : undefined);
+      this.queries.attach(execution.queryable);
+      this.reportStates();
       links.post({ t: 'ready', a, w });
       for (const message of this.early.splice(0)) this.receive(message);
       const sendReport = report;
@@ -173,13 +205,36 @@ export class WorkerTasks {
         return this.finalDone();
       case 'drain':
         return this.execution.drain();
+      case 'queryKeys':
+        return this.answer(message.request, () => this.queries!.queryKeys(message.name, message.options).then((keys) => ({ keys })));
       case 'query': {
+        if (message.asOf !== undefined) {
+          return this.answer(message.request, () => this.queries!.query(message.name, message.key, { asOf: message.asOf }).then((value) => ({ value })));
+        }
         const state = this.execution.queryable.lookup(message.name);
         const stored = state?.peek(message.key);
         const value = stored === undefined || state === undefined ? undefined : state.descriptor.kind === 'aggregating' ? state.descriptor.aggregate.getResult(stored) : stored;
         return this.links.post({ t: 'queryReply', a, w, request: message.request, known: state !== undefined, value });
       }
     }
+  }
+
+  /** This worker's queryable states, to the main thread when there are more than it last sent (a state registers once used). */
+  private reportStates(): void {
+    const states = this.queries?.queryableStates() ?? [];
+    if (states.length === this.statesSent) return;
+    this.statesSent = states.length;
+    this.links.post({ t: 'states', a: this.setup.attempt, w: this.setup.placement.worker, states });
+  }
+
+  /** Answers query `request` with what `ask` finds: `known: false` when this worker has no such state, the error when it failed. */
+  private answer(request: number, ask: () => Promise<{ value?: unknown; keys?: KeyPage }>): void {
+    const { attempt: a, placement } = this.setup;
+    const reply = (answer: Omit<Extract<FromWorker, { t: 'queryReply' }>, 't' | 'a' | 'w' | 'request'>) => this.links.post({ t: 'queryReply', a, w: placement.worker, request, ...answer });
+    ask().then(
+      (found) => reply({ known: true, ...found }),
+      (error: unknown) => (error instanceof UnknownQueryableStateError ? reply({ known: false }) : reply({ known: true, error: toWireError(error) })),
+    );
   }
 
   /** The graph this worker built must be the main thread's, uid for uid, or its state and channels would not match. */

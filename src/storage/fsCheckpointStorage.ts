@@ -32,6 +32,7 @@ export function fsCheckpointStorage(dir: string, options: FsCheckpointStorageOpt
 
   return {
     location: root,
+    releasesWrittenData: true,
     async write(path, data) {
       await writeFileAtomic(absolute(path), data).catch(typed('write'));
     },

@@ -85,6 +85,8 @@ export function indexedDbCheckpointStorage({ dbName }: { dbName: string }): Chec
 
   return {
     location,
+    // A put clones its value (a Blob or bytes) when it is called.
+    releasesWrittenData: true,
     write: (path, data) => put(path, fileRecord(data), data.byteLength),
     async writeStructured(path, data, values) {
       const blob = new Blob([data as Uint8Array<ArrayBuffer>]);

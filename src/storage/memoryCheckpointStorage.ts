@@ -18,6 +18,7 @@ export function memoryCheckpointStorage({ maxStateSize = 5 * 1024 * 1024 }: { ma
   return {
     location: 'memory',
     maxStateSize,
+    releasesWrittenData: true,
     async write(path, data) {
       // Copied so that a caller reusing its buffer cannot change a checkpoint after the fact.
       files.set(normalize(path), new Uint8Array(data));

@@ -68,19 +68,7 @@ export class BarrierAligner {
 
   /** One element from `input`; `timestamp` is the event timestamp that rode with a record. */
   push(input: number, element: unknown, timestamp: number | undefined): void {
-    if (!(element instanceof ControlElement)) {
-      const alignment = this.alignment;
-      if (alignment !== undefined && alignment.arrived[input]) {
-        if (!alignment.unaligned && this.mode === 'exactly-once') {
-          this.held.push([input, element, timestamp]);
-          return;
-        }
-      } else if (alignment?.unaligned) {
-        alignment.inFlight.push([input, element, timestamp]);
-      }
-      this.callbacks.record(input, element, timestamp);
-      return;
-    }
+    if (!(element instanceof ControlElement)) return this.pushRecord(input, element, timestamp);
     if (element instanceof CheckpointBarrier) this.onBarrier(input, element);
     else if (element instanceof CancelCheckpointMarker) this.onCancel(element.id);
     else if (this.isBlocked(input)) this.held.push([input, element, timestamp]);
@@ -88,6 +76,20 @@ export class BarrierAligner {
     else if (element instanceof WatermarkStatus) this.valve.status(input, element.idle);
     // Side-output records of an upstream operator are not read by multi-input operators.
     else if (!(element instanceof SideOutputElement)) return;
+  }
+
+  /** `push` for an element its producer knows to be a record (see `DirectObserver.nextRecord`). */
+  pushRecord(input: number, value: unknown, timestamp: number | undefined): void {
+    const alignment = this.alignment;
+    if (alignment !== undefined && alignment.arrived[input]) {
+      if (!alignment.unaligned && this.mode === 'exactly-once') {
+        this.held.push([input, value, timestamp]);
+        return;
+      }
+    } else if (alignment?.unaligned) {
+      alignment.inFlight.push([input, value, timestamp]);
+    }
+    this.callbacks.record(input, value, timestamp);
   }
 
   /** `input` reached its end: it counts as aligned, and no longer holds back the watermark. */

@@ -13,6 +13,12 @@ export interface DirectObserver<T> {
    * end themselves: `endOnce` then hands their `next` records as they are, without a guard of its own in between.
    */
   readonly dropsAfterEnd?: boolean;
+  /**
+   * `next` for an element its producer knows to be a record, never a control element (a source's records, what an
+   * operator emits): the consumer skips the `instanceof ControlElement` check that `next` makes on every element,
+   * a check per record and hop that was a good part of what a chain of cheap operators cost. Never uses `this`.
+   */
+  readonly nextRecord?: (value: T) => void;
 }
 
 /**
@@ -45,6 +51,8 @@ export function subscribeTo<T>(input: Observable<T>, observer: DirectObserver<T>
 /** An observer that knows whether it ended. */
 export interface ClosableObserver<T> extends DirectObserver<T> {
   closed: boolean;
+  /** `next` for a record (see `DirectObserver.nextRecord`): the observer's own when it has one and guards itself. */
+  readonly nextRecord: (value: T) => void;
 }
 
 /**
@@ -53,14 +61,19 @@ export interface ClosableObserver<T> extends DirectObserver<T> {
  * directly.
  */
 export function endOnce<T>(observer: DirectObserver<T>): ClosableObserver<T> {
+  const guards = observer.dropsAfterEnd === true;
+  const next = guards
+    ? // One call less per record on the way into a consumer that guards itself (see `dropsAfterEnd`); its `next`
+      // never uses `this`.
+      // eslint-disable-next-line @typescript-eslint/unbound-method
+      observer.next
+    : (value: T) => {
+        if (!guarded.closed) observer.next(value);
+      };
   const guarded: ClosableObserver<T> = {
     closed: false,
-    // One call less per record on the way into a consumer that guards itself (see `dropsAfterEnd`); its `next`
-    // never uses `this`.
-    // eslint-disable-next-line @typescript-eslint/unbound-method
-    next: observer.dropsAfterEnd === true ? observer.next : (value) => {
-      if (!guarded.closed) observer.next(value);
-    },
+    next,
+    nextRecord: (guards ? observer.nextRecord : undefined) ?? next,
     error(error) {
       if (guarded.closed) return;
       guarded.closed = true;

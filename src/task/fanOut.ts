@@ -29,6 +29,16 @@ export function fanOut<T>(input: Observable<T>): DirectObservable<T> {
         const current = observers;
         for (let i = 0; i < current.length; i++) current[i]!.next(value);
       },
+      // A record stays one for every consumer: those that take records as such skip their check.
+      nextRecord(value) {
+        if (ended) return;
+        const current = observers;
+        for (let i = 0; i < current.length; i++) {
+          const observer = current[i]!;
+          if (observer.nextRecord !== undefined) observer.nextRecord(value);
+          else observer.next(value);
+        }
+      },
       error(error) {
         ended = true;
         reset().forEach((observer) => observer.error(error));

@@ -1,6 +1,7 @@
 import type { Json, KeyGroupRange, KeyedStatePayload } from '../core/types.js';
 import { yieldToEventLoop } from '../core/yieldToEventLoop.js';
 import { settingAside } from '../state/setAsideValues.js';
+import type { BufferPool } from '../storage/bufferPool.js';
 import { FlatStateFileBuilder } from '../storage/fileFormat.js';
 import { stateFileName, type OperatorStatePayload } from '../storage/layout.js';
 import { WritesInFlight } from './writesInFlight.js';
@@ -113,6 +114,10 @@ export async function writeFlatChunks(
   setAside: boolean,
   aborted: () => boolean,
   write: WriteStateFile,
+  /** At most how many entries the pieces hold (`KeyedSnapshot.entries`), to size each file's buffer once. */
+  totalEntries?: number,
+  /** Where the files' buffers come from, and go back to once written. */
+  buffers?: BufferPool,
 ): Promise<boolean> {
   const { uid, subtask, range } = task;
   const iterator = pieces[Symbol.iterator]();
@@ -123,9 +128,11 @@ export async function writeFlatChunks(
   let next = materialize();
   if (next.done) return write(stateFileName(uid, subtask, range), [range.start, range.end], { uid, keyed: { states: [], keyGroups: [] }, operator }, []);
   const inFlight = new WritesInFlight(IN_FLIGHT_BYTES);
+  let written = 0;
   for (let index = 0; !next.done; index++) {
     const fileRange: [number, number] = next.value.range ?? [range.start, range.end];
-    const file = new FlatStateFileBuilder(uid, next.value.states, fileRange);
+    const expected = totalEntries === undefined ? 0 : Math.min(fileEntries, totalEntries - written);
+    const file = new FlatStateFileBuilder(uid, next.value.states, fileRange, expected, buffers);
     const fileValues = values;
     for (let slice = 0; ; ) {
       file.add(next.value);
@@ -146,9 +153,13 @@ export async function writeFlatChunks(
     }
     const single = index === 0 && next.done === true;
     const name = single ? stateFileName(uid, subtask, range) : `${stateFileName(uid, subtask, { start: fileRange[0], end: fileRange[1] })}.${index}`;
+    written += file.entries;
     const bytes = file.finish(index === 0 ? operator : undefined, fileValues.length);
     if (!(await inFlight.room())) return false;
-    inFlight.add(write(name, single ? [range.start, range.end] : fileRange, bytes, fileValues), bytes.length);
+    const writing = write(name, single ? [range.start, range.end] : fileRange, bytes, fileValues);
+    // Written, the storage holds no reference to the bytes any more (see `CheckpointStorage.write`).
+    if (buffers !== undefined) writing.then(() => buffers.give(bytes), () => undefined);
+    inFlight.add(writing, bytes.length);
   }
   return inFlight.settle();
 }

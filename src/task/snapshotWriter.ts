@@ -3,9 +3,10 @@ import type { AlignmentStats, SnapshotCapture } from '../core/graph.js';
 import type { OperatorCheckpointStats } from '../core/operatorCheckpointStats.js';
 import type { CheckpointStorage, KeyGroupRange, Scheduler } from '../core/types.js';
 import { yieldToEventLoop } from '../core/yieldToEventLoop.js';
+import { BufferPool } from '../storage/bufferPool.js';
 import { encodeFile } from '../storage/fileFormat.js';
 import { stateFileName, type OperatorStatePayload, type StateFileEntry } from '../storage/layout.js';
-import { CHUNK_ENTRIES, PIECE_ENTRIES, writeChunks, writeFlatChunks } from './keyedStateFiles.js';
+import { CHUNK_ENTRIES, IN_FLIGHT_BYTES, PIECE_ENTRIES, writeChunks, writeFlatChunks } from './keyedStateFiles.js';
 
 /**
  * Where the task side writes one checkpoint's state, as the coordinator announces it when it triggers the checkpoint
@@ -70,6 +71,8 @@ interface Running {
  */
 export class SnapshotWriter {
   private readonly running = new Map<number, Running>();
+  /** The state files' buffers, reused from one checkpoint to the next: about what one checkpoint has in flight. */
+  private readonly buffers = new BufferPool(IN_FLIGHT_BYTES);
 
   constructor(private readonly options: SnapshotWriterOptions) {}
 
@@ -157,7 +160,7 @@ export class SnapshotWriter {
           const setAside = storage.writeStructured !== undefined && target.kind === 'checkpoint';
           if (changes === undefined && state.keyed.flatChunks === true) {
             const pieces = state.keyed.materializeChunks(PIECE_ENTRIES);
-            written = await writeFlatChunks(pieces, { uid, subtask, range }, operator, CHUNK_ENTRIES, setAside, () => running.ended, write);
+            written = await writeFlatChunks(pieces, { uid, subtask, range }, operator, CHUNK_ENTRIES, setAside, () => running.ended, write, state.keyed.entries, storage.releasesWrittenData === true ? this.buffers : undefined);
           } else {
             const chunks = (changes ?? state.keyed.materializeChunks).call(state.keyed, CHUNK_ENTRIES);
             written = await writeChunks(chunks, { uid, subtask, range }, operator, setAside, write);

@@ -135,7 +135,9 @@ export class SourceRunner<T> {
       }
       const busyAt = now();
       counters.emitted += batch.length;
-      for (let i = 0; i < batch.length; i++) subscriber.next(batch[i]!);
+      const nextRecord = subscriber.nextRecord;
+      if (nextRecord !== undefined) for (let i = 0; i < batch.length; i++) nextRecord(batch[i]!);
+      else for (let i = 0; i < batch.length; i++) subscriber.next(batch[i]!);
       counters.busyMs += now() - busyAt;
       await yieldToEventLoop();
     }
@@ -153,7 +155,10 @@ export class SourceRunner<T> {
     reader.index = end;
     counters.emitted += end - start;
     const subscriber = this.subscriber;
-    for (let i = start; i < end; i++) subscriber.next(records[i]!);
+    // Records only: a consumer that takes them as such skips its check for control elements.
+    const nextRecord = subscriber.nextRecord;
+    if (nextRecord !== undefined) for (let i = start; i < end; i++) nextRecord(records[i]!);
+    else for (let i = start; i < end; i++) subscriber.next(records[i]!);
     return true;
   }
 

@@ -1,5 +1,5 @@
 import { JobDefinitionError, MalformedRecordError } from '../core/errors.js';
-import { WATERMARK_ACTIVE, WATERMARK_IDLE, Watermark } from '../core/elements.js';
+import { WATERMARK_ACTIVE, WATERMARK_IDLE, Watermark, emitControl } from '../core/elements.js';
 import { Flow } from '../core/flow.js';
 import { operate } from '../operators/operate.js';
 import { BoundedOutOfOrderness, checkWatermarkOptions, everyInterval, type SavedEventTime, type WatermarkOptions } from './watermarkGenerator.js';
@@ -39,8 +39,8 @@ export function assignTimestamps<T>(timestampOf: (value: T) => number, options: 
         const generator = new BoundedOutOfOrderness(
           checked,
           {
-            watermark: (timestamp) => emit(new Watermark(timestamp) as never),
-            idle: (idle) => emit((idle ? WATERMARK_IDLE : WATERMARK_ACTIVE) as never),
+            watermark: (timestamp) => emitControl(emit, new Watermark(timestamp)),
+            idle: (idle) => emitControl(emit, idle ? WATERMARK_IDLE : WATERMARK_ACTIVE),
           },
           task.restoredOperatorState as Partial<SavedEventTime> | undefined,
         );

@@ -1,6 +1,6 @@
 import type { Key } from '../core/types.js';
 import type { Flow } from '../core/flow.js';
-import { SideOutputElement } from '../core/elements.js';
+import { SideOutputElement, emitControl } from '../core/elements.js';
 import { keyedOperate } from '../operators/keyedOperate.js';
 import { copyValue } from '../state/copyValue.js';
 import type { TimeDomain } from '../time/timerService.js';
@@ -353,7 +353,7 @@ export function slicedWindowOperator<T, R>(
           filledKey = undefined;
         }
         if (sliceCleanup <= watermark) {
-          emit(new SideOutputElement(LATE_DATA, value, timestamp) as never);
+          emitControl(emit, new SideOutputElement(LATE_DATA, value, timestamp));
           return;
         }
         if (held && ++records === CHECK_EVERY) {

@@ -1,6 +1,6 @@
 import type { ListState, Key, KeyedStateBackend, ValueState } from '../core/types.js';
 import { Flow } from '../core/flow.js';
-import { SideOutputElement } from '../core/elements.js';
+import { SideOutputElement, emitControl } from '../core/elements.js';
 import { keyedOperate } from '../operators/keyedOperate.js';
 import { listState, valueState } from '../state/descriptors.js';
 import { jsonSerializer } from '../state/serializers.js';
@@ -197,7 +197,7 @@ export function windowOperator<T, R>(
         }
         backend.setCurrentNamespace(VOID);
         if (dropped && eventTime && timestamp + allowedLateness <= timers.currentWatermark) {
-          emit(new SideOutputElement(LATE_DATA, value, timestamp) as never);
+          emitControl(emit, new SideOutputElement(LATE_DATA, value, timestamp));
         }
       },
       ...timerHandlers(timers),

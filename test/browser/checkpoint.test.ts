@@ -1,7 +1,8 @@
 // The engine in the browser: a keyed job checkpointing to IndexedDB, restored into a new job, restarted after a
 // failure, with exactly-once output; the same fixtures as the Node checkpoint tests.
+import { createStore, set } from 'idb-keyval';
 import { describe, expect, it } from 'vitest';
-import { StorageQuotaExceededError, collect, createJob, fromArray, keyBy, reduce, type Source } from 'weir';
+import { CheckpointCorruptedError, StorageQuotaExceededError, collect, createJob, fromArray, keyBy, reduce, type Source } from 'weir';
 import { indexedDbCheckpointStorage } from 'weir/browser';
 import { expectedSums, pausableSource, readings, restartFromLatestCheckpoint, sumsJob, type Reading } from '../checkpoint/jobFixtures';
 import { freshDbName, storageWithQuota } from './idbFixtures';
@@ -58,6 +59,36 @@ describe('a keyed job with IndexedDB checkpoints', () => {
     // Three checkpoints at the pauses, the final one at the end: the last two stay.
     expect(await storage.list('sums')).toEqual(['chk-3', 'chk-4']);
     expect(await storage.list('sums/chk-4')).toContain('_metadata');
+  });
+
+  it('refuses a checkpoint whose state file has a damaged byte (its XXH32 checksum) and restores the one before', async () => {
+    const dbName = freshDbName();
+    const storage = storageOf(dbName);
+    const paused = pausableSource(readings, [30, 60]);
+    const running = sumsJob({ checkpoints: { storage, retain: 2 } }, paused.source).job.start();
+    for (const at of [30, 60]) {
+      await paused.reached(at);
+      await running.checkpoint();
+      paused.release(at);
+    }
+    await running.cancel();
+    // One byte of checkpoint 2's state file changed where IndexedDB keeps it: a digit of a sum, so the JSON still parses.
+    const files = createStore(dbName, 'files');
+    const name = (await storage.list('sums/chk-2')).find((file) => file.startsWith('sum.'))!;
+    const bytes = await storage.read(`sums/chk-2/${name}`);
+    const header = new TextDecoder().decode(bytes.subarray(0, bytes.indexOf(10)));
+    expect(header).toMatch(/^\{"weir":"state","version":4,"length":\d+,"xxh32":-?\d+\}$/);
+    let digit = bytes.length - 1;
+    while (!(bytes[digit]! >= 0x31 && bytes[digit]! <= 0x38)) digit--;
+    bytes[digit] = bytes[digit]! + 1;
+    await set(`sums/chk-2/${name}`, new Blob([bytes as Uint8Array<ArrayBuffer>]), files);
+
+    const failed = sumsJob({ checkpoints: { storage } }, fromArray(readings)).job.start({ restore: 'sums/chk-2' }).done;
+    await expect(failed).rejects.toThrow(CheckpointCorruptedError);
+    await expect(failed).rejects.toThrow(new RegExp(`sums/chk-2/${name.replaceAll('.', '\\.')}.*checksum mismatch`));
+    const { job, out } = sumsJob({ checkpoints: { storage } }, fromArray(readings));
+    expect((await job.start({ restore: 'latest' }).done).restoredFrom).toBe('sums/chk-1');
+    expect(out.values).toEqual(expectedSums.slice(30));
   });
 
   it('fails a checkpoint on a full quota with StorageQuotaExceededError; the previous checkpoint still restores', async () => {

@@ -88,7 +88,8 @@ describe('rich state values in IndexedDB checkpoints', () => {
       expect(value.visits).toBe(10n);
     }
     const text = await record.data.text();
-    expect(text.split('\n')[0]).toMatch(/"version":3.*"values":4/);
+    // Version 4: checksummed with XXH32, as files are where there is no native CRC-32.
+    expect(text.split('\n')[0]).toMatch(/"version":4,.*"xxh32":-?\d+,"values":4\}$/);
     expect(text).not.toContain('$superjson');
 
     paused.release(40);
@@ -165,7 +166,7 @@ describe('rich state values in IndexedDB checkpoints', () => {
     let setAside = 0;
     for (const name of stateFiles) {
       const record = (await get(`${dir}/${name}`, files)) as { data: Blob; values: unknown[] };
-      expect((await record.data.text()).split('\n')[0]).toMatch(new RegExp(`"version":3.*"values":${record.values.length}\\}`));
+      expect((await record.data.text()).split('\n')[0]).toMatch(new RegExp(`"version":4.*"values":${record.values.length}\\}`));
       setAside += record.values.length;
     }
     expect(setAside).toBe(Array.from({ length: keys }, (_, n) => n).filter(richAt).length);

@@ -111,6 +111,21 @@ describe('startJob on module Web Workers', { timeout: 240_000 }, () => {
     expect(lines).toEqual(expected(job));
   });
 
+  it('fails a worker that hangs once it sent nothing for heartbeatTimeout, and restarts every worker', async () => {
+    // Record 1500 makes the first attempt's worker 0 loop for ever: no event reports that; only its silence does.
+    const job = settings();
+    const out = output(job.name);
+    const running = startJob(keyedSum(job), { workers: 2, worker: workerFactory(job, { hangAt: 1500 }), heartbeatTimeout: 3_000 });
+    const result = await running.done;
+    await out.end;
+    expect(result.status).toBe('finished');
+    expect(result.restarts).toBe(1);
+    const restarts = running.view().events.filter((event) => event.type === 'restart');
+    expect(restarts).toHaveLength(1);
+    expect(restarts[0]).toMatchObject({ reason: expect.stringMatching(/worker 0 sent nothing for \d+ ms \(heartbeatTimeout 3000 ms\): it hung/) });
+    expect(out.lines()).toEqual(expected(job));
+  });
+
   it('answers a query by key from the worker that owns the key', async () => {
     // Each worker reads its splits one after another, so its first split holds it: splits 0 (worker 0) and 1
     // (worker 1) stop after 300 records, with their first 3 keys (100 records each) complete.

@@ -2,7 +2,7 @@ import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { collect, createJob, fromArray, heapStateBackend, keyBy, reduce, type StateBackend } from 'weir';
+import { collect, createJob, fromArray, heapStateBackend, keyBy, memoryCheckpointStorage, reduce, sinkTo, type CheckpointStorage, type StateBackend } from 'weir';
 import { fsCheckpointStorage, lmdbStateBackend } from 'weir/node';
 
 let dir: string;
@@ -108,4 +108,102 @@ describe('keyed state past the budget a restore keeps decoded from load to resto
     // Started fresh: k0 holds only the new record.
     expect(two.out.values.map(({ key, n }) => [key, n])).toEqual([['k0', 1]]);
   }, 60_000);
+});
+
+describe('checkpoints of one run, each written into the buffers of the one before', () => {
+  /** A source of three phases, each read once the test opens it: every key at 1, then every key +1 000 000, then the end. */
+  function phasedSource() {
+    const gate = { phase: 0 };
+    const phases: Count[][] = [
+      Array.from({ length: KEYS }, (_, i) => ({ key: `k${i}`, n: 1 })),
+      Array.from({ length: KEYS }, (_, i) => ({ key: `k${i}`, n: 1_000_000 })),
+    ];
+    const source = {
+      name: 'phased',
+      replayable: true,
+      open() {
+        let phase = 0;
+        let at = 0;
+        return {
+          read(max: number) {
+            if (phase > gate.phase) return [];
+            if (phase >= phases.length) return null;
+            const chunk = phases[phase]!.slice(at, at + max);
+            at += chunk.length;
+            if (at === phases[phase]!.length) [phase, at] = [phase + 1, 0];
+            return chunk;
+          },
+          // The probe restored from its checkpoints (an array) reads from its start.
+          offset: () => 0,
+        };
+      },
+    };
+    return { gate, source };
+  }
+
+  /** Two checkpoints of a run (every key at 1, then at 1 000 001) and each one's sums restored from `storage`. */
+  async function twoCheckpointsRestored(storage: () => CheckpointStorage) {
+    const { gate, source } = phasedSource();
+    const job = createJob({ name: 'reuse', chunkSize: 4096, checkpoints: { storage: storage(), retain: 3 } });
+    let seen = 0;
+    job
+      .source(source, { uid: 'in' })
+      .pipe(keyBy((c: Count) => c.key), reduce((a: Count, b: Count) => ({ key: a.key, n: a.n + b.n }), { uid: 'sum' }))
+      .pipe(sinkTo({ name: 'count', open: () => ({ write: () => void seen++, finish: () => undefined, abort: () => undefined }) }, { uid: 'out' }));
+    const running = job.start();
+    const checkpointAfter = async (records: number) => {
+      while (seen < records) await new Promise((resolve) => setTimeout(resolve, 10));
+      return running.checkpoint();
+    };
+    const first = await checkpointAfter(KEYS);
+    gate.phase = 1;
+    const second = await checkpointAfter(2 * KEYS);
+    gate.phase = 2;
+    await running.done;
+    expect(first.status).toBe('completed');
+    expect(second.status).toBe('completed');
+
+    // Restored, a key's sum goes on from the checkpoint's: 1 after the first, 1 000 001 after the second.
+    const restoredSum = async (path: string) => {
+      const out = collect<Count>();
+      const again = createJob({ name: 'reuse', checkpoints: { storage: storage(), retain: 10 } });
+      again
+        .source(fromArray(['k0', 'k131072', `k${KEYS - 1}`].map((key) => ({ key, n: 0 }))), { uid: 'in' })
+        .pipe(keyBy((c: Count) => c.key), reduce((a: Count, b: Count) => ({ key: a.key, n: a.n + b.n }), { uid: 'sum' }))
+        .pipe(out.sink({ uid: 'out' }));
+      await again.start({ restore: path }).done;
+      return out.values.map((c) => c.n);
+    };
+    return { first: await restoredSum(first.path!), second: await restoredSum(second.path!), secondId: second.id };
+  }
+
+  it('each restore their own state, the second with longer values than the first', async () => {
+    const { first, second, secondId } = await twoCheckpointsRestored(() => fsCheckpointStorage(join(dir, 'chk')));
+    expect(first).toEqual([1, 1, 1]);
+    expect(second).toEqual([1_000_001, 1_000_001, 1_000_001]);
+    const files = (await readdir(join(dir, 'chk', 'reuse', `chk-${secondId}`))).filter((name) => name.startsWith('sum.'));
+    expect(files.length).toBeGreaterThan(1);
+  }, 120_000);
+
+  it('a storage of its own that keeps the bytes it was given, without saying it releases them, keeps each checkpoint intact', async () => {
+    // The files' bytes are kept as given, not copied; the memory storage beside them only lists and removes.
+    const held = new Map<string, Uint8Array>();
+    const listing = memoryCheckpointStorage({ maxStateSize: Infinity });
+    const keeping: CheckpointStorage = {
+      location: 'keeping',
+      async write(path, data) {
+        held.set(path, data);
+        await listing.write(path, new Uint8Array(0));
+      },
+      read: async (path) => held.get(path) ?? listing.read(path),
+      list: (path) => listing.list(path),
+      async remove(path) {
+        for (const file of held.keys()) if (file === path || file.startsWith(`${path}/`)) held.delete(file);
+        await listing.remove(path);
+      },
+    };
+    const { first, second } = await twoCheckpointsRestored(() => keeping);
+    expect(first).toEqual([1, 1, 1]);
+    expect(second).toEqual([1_000_001, 1_000_001, 1_000_001]);
+  }, 120_000);
 });

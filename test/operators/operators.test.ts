@@ -13,7 +13,9 @@ import {
   keyBy,
   listState,
   map,
+  outputTag,
   process,
+  sideOutput,
   reduce,
   valueState,
   type Flow,
@@ -173,6 +175,22 @@ describe('keyed operators', () => {
       ),
     );
     expect(out).toEqual([1, 2, 2, 3, 3, 3]);
+  });
+
+  it('a side output read right after its operator (one chain) gets its records, and operators in between drop them', async () => {
+    const odd = outputTag<string>('odd');
+    const split = (f: Flow<number>) =>
+      f.pipe(
+        process<number, number>({
+          onElement(n, _ctx, out) {
+            if (n % 2 === 1) out.side(odd, `odd ${n}`);
+            else out.emit(n);
+          },
+        }),
+      );
+    expect(await run<number, string>([1, 2, 3, 4], (f) => split(f).pipe(sideOutput(odd)))).toEqual(['odd 1', 'odd 3']);
+    expect(await run<number, number>([1, 2, 3, 4], (f) => split(f).pipe(map((n: number) => n * 10)))).toEqual([20, 40]);
+    expect(await run<number, string>([1, 2, 3, 4], (f) => split(f).pipe(map((n: number) => n * 10), sideOutput(odd)))).toEqual([]);
   });
 
   it('accepts numbers, booleans and bigints as keys, each its own key', async () => {

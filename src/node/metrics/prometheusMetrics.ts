@@ -1,4 +1,6 @@
-import { Counter, Gauge, register as defaultRegistry, type Registry } from 'prom-client';
+import type * as PromClient from 'prom-client';
+import type { Counter, Gauge, Registry } from 'prom-client';
+import { lazyRequire } from '../lazyRequire.js';
 import type { JobMetrics } from '../../runtime/jobMetrics.js';
 import { METRIC_SPECS } from '../../runtime/metricSpecs.js';
 
@@ -8,6 +10,9 @@ export interface MetricsSource {
   /** When it settles, the job's series are dropped. */
   readonly done?: Promise<unknown>;
 }
+
+/** prom-client, loaded when metrics are first registered, not in every worker thread that imports weir/node. */
+export const promClient = lazyRequire<typeof PromClient>('prom-client');
 
 /** The jobs each registry reports, so that several jobs share one set of metrics (prom-client names are unique). */
 const jobsOf = new WeakMap<Registry, Set<MetricsSource>>();
@@ -24,7 +29,7 @@ const jobsOf = new WeakMap<Registry, Set<MetricsSource>>();
  * registerPrometheusMetrics(running);          // then serve `await register.metrics()`, or:
  * await serveQueryableState(running, { port: 9870, metrics: true });   // GET /metrics
  */
-export function registerPrometheusMetrics(running: MetricsSource, registry: Registry = defaultRegistry): () => void {
+export function registerPrometheusMetrics(running: MetricsSource, registry: Registry = promClient().register): () => void {
   let jobs = jobsOf.get(registry);
   if (jobs === undefined) {
     jobsOf.set(registry, (jobs = new Set()));
@@ -42,7 +47,7 @@ function addMetrics(registry: Registry, jobs: Set<MetricsSource>): void {
     // Each scrape rebuilds the series from the jobs' counters: a series whose value is unknown is left out.
     const readings = () => [...jobs].flatMap((job) => [...spec.read(job.metrics)]).filter((reading): reading is [number, Record<string, string>] => reading[0] !== undefined);
     if (spec.kind === 'counter') {
-      new Counter({
+      new (promClient().Counter)({
         ...configuration,
         collect(this: Counter) {
           this.reset();
@@ -50,7 +55,7 @@ function addMetrics(registry: Registry, jobs: Set<MetricsSource>): void {
         },
       });
     } else {
-      new Gauge({
+      new (promClient().Gauge)({
         ...configuration,
         collect(this: Gauge) {
           this.reset();

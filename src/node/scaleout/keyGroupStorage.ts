@@ -25,6 +25,7 @@ export function keyGroupStorage({ shared, dir, job, commit }: KeyGroupStorageOpt
   return {
     location: `${shared.location}: ${dir}`,
     maxStateSize: shared.maxStateSize,
+    ...(shared.releasesWrittenData === true ? { releasesWrittenData: true } : {}),
     async write(path, data) {
       await shared.write(under(path), data);
       if (completes.test(path)) await commit(under(path.slice(0, -METADATA_FILE.length - 1)));

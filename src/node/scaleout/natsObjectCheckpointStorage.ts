@@ -1,9 +1,12 @@
-import { jetstream } from '@nats-io/jetstream';
-import { Objm, type ObjectStore } from '@nats-io/obj';
+import type { ObjectStore } from '@nats-io/obj';
 import { CheckpointCorruptedError, CheckpointNotFoundError, ConnectorError, JobDefinitionError } from '../../core/errors.js';
 import type { CheckpointStorage } from '../../core/types.js';
 import { directoryPrefix, normalizePath } from '../../storage/storagePaths.js';
-import { lazyNatsConnection, type NatsConnectOptions } from '../connectors/nats/natsConnection.js';
+import { lazyPackage } from '../connectors/lazyPackage.js';
+import { lazyNatsConnection, natsJetStream, type NatsConnectOptions } from '../connectors/nats/natsConnection.js';
+
+/** The NATS Object Store client, imported when the storage first connects (see lazyPackage). */
+const natsObjectStore = lazyPackage(() => import('@nats-io/obj'));
 
 export interface NatsObjectCheckpointStorageOptions {
   /** The NATS servers, e.g. `'127.0.0.1:4222'`. */
@@ -40,7 +43,9 @@ export function natsObjectCheckpointStorage(options: NatsObjectCheckpointStorage
   let opened: Promise<ObjectStore> | undefined;
   const store = (): Promise<ObjectStore> => {
     if (opened) return opened;
-    const attempt = connection.get().then(({ connection: nc }) => new Objm(jetstream(nc, { timeout })).create(bucket));
+    const attempt = Promise.all([connection.get(), natsJetStream.load(), natsObjectStore.load()]).then(([{ connection: nc }, { jetstream }, { Objm }]) =>
+      new Objm(jetstream(nc, { timeout })).create(bucket),
+    );
     opened = attempt;
     // A failed open is forgotten, so the next operation (after an outage, say) tries again.
     attempt.catch(() => {
@@ -60,6 +65,7 @@ export function natsObjectCheckpointStorage(options: NatsObjectCheckpointStorage
 
   return {
     location: `nats object store ${bucket}`,
+    releasesWrittenData: true,
     async write(path, data) {
       // Copied so that a caller reusing its buffer cannot change the object while its chunks are sent.
       await store()

@@ -1,10 +1,13 @@
-import { Kvm } from '@nats-io/kv';
 import { ConnectorError, JobDefinitionError, OwnershipLostError } from '../../core/errors.js';
 import { DEFAULT_MAX_PARALLELISM } from '../../core/keyGroups.js';
 import type { Json } from '../../core/types.js';
+import { lazyPackage } from '../connectors/lazyPackage.js';
 import { lazyNatsConnection, type NatsConnectOptions } from '../connectors/nats/natsConnection.js';
 import { isRevisionConflict, tryCreate } from './kvFencing.js';
 import { assignedKeyGroups } from './rendezvousAssignment.js';
+
+/** The NATS KV client, imported when a member first joins (see lazyPackage). */
+const natsKv = lazyPackage(() => import('@nats-io/kv'));
 
 export interface ScaleOutMemberOptions {
   /** The NATS servers, e.g. `'127.0.0.1:4222'`. */
@@ -88,6 +91,7 @@ export async function joinScaleOut(options: ScaleOutMemberOptions): Promise<Scal
   const { connection: nc } = await connection.get().catch((cause: unknown) => {
     throw new ConnectorError(`${who}: cannot connect to NATS: ${String(cause)}`, { cause });
   });
+  const { Kvm } = await natsKv.load();
   const kvm = new Kvm(nc);
   const leases = await kvm.create(`${group}-leases`, { ttl: lease, history: 1 });
   const commits = await kvm.create(`${group}-commits`, { history: 1 });

@@ -1,6 +1,6 @@
 import { UncheckpointedStateError } from '../../core/errors.js';
 import type { TaskContext } from '../../core/graph.js';
-import type { Subscriber, Unsubscribable } from 'rxjs';
+import type { Observable, Subscriber, Unsubscribable } from 'rxjs';
 import { applySteps, type LiftedStep } from './liftedSteps.js';
 import { SegmentInput } from './segmentInput.js';
 import { structurallyEqual } from './structurallyEqual.js';
@@ -41,17 +41,30 @@ export interface SegmentEnd {
  */
 export class ClosureStateCheck {
   private seen = 0;
+  /**
+   * The fresh instances' input and chain, made once: each `subscribe` of the chain runs new instances of the
+   * operators, with their own closure state, whichever Observable objects it starts from. A check pays only for the
+   * subscription itself (it runs rarely, so its code stays cold and every object it makes costs a cache miss).
+   */
+  private readonly input = new SegmentInput();
+  private readonly chain: Observable<unknown>;
+  /** The record being checked and the fresh instance's subscription, for `runFresh`. */
+  private value: unknown;
+  private subscription: Unsubscribable | undefined;
 
-  /** The check of a segment for one attempt, or undefined in production mode or when an operator opted out. */
-  static of(steps: readonly LiftedStep[], task: TaskContext, end: SegmentEnd): ClosureStateCheck | undefined {
-    return developmentMode() && steps.every((step) => step.checked) ? new ClosureStateCheck(steps, task, end) : undefined;
+  /** Whether a segment of `steps` is checked: not in production mode, nor when an operator opted out. */
+  static applies(steps: readonly LiftedStep[]): boolean {
+    return developmentMode() && steps.every((step) => step.checked);
   }
 
-  private constructor(
-    private readonly steps: readonly LiftedStep[],
+  /** The check of a segment (one that `applies`) for one attempt. */
+  constructor(
+    steps: readonly LiftedStep[],
     private readonly task: TaskContext,
     private readonly end: SegmentEnd,
-  ) {}
+  ) {
+    this.chain = applySteps(this.input.observable, steps);
+  }
 
   /** Whether the next record is checked: a counter, so that unchecked records pay one increment. */
   samples(): boolean {
@@ -61,19 +74,23 @@ export class ClosureStateCheck {
 
   /** Throws `UncheckpointedStateError` unless a fresh instance given only `value` emits `live`. */
   verify(value: unknown, live: readonly unknown[]): void {
-    let subscription: Unsubscribable | undefined;
+    this.value = value;
     // The fresh instance ends where the live one does, so that the operators' call sites stay monomorphic.
-    const fresh = this.end.hold(() => {
-      const input = new SegmentInput();
-      // An error of the fresh instance is the live instance's too, which fails the attempt itself.
-      subscription = applySteps(input.observable, this.steps).subscribe(this.end.subscriber(() => undefined));
-      input.next(value);
-      input.complete();
-    });
+    const fresh = this.end.hold(this.runFresh);
     // What it would emit later (a timer's, a promise's) is not compared: the live instance's fails on its own.
-    subscription!.unsubscribe();
+    this.subscription!.unsubscribe();
+    this.subscription = this.value = undefined;
+    this.input.reopen();
     if (!structurallyEqual(live, fresh)) throw new UncheckpointedStateError(this.message(value, live, fresh));
   }
+
+  /** Subscribes a fresh instance, gives it the record being checked and completes it. */
+  private readonly runFresh = () => {
+    // An error of the fresh instance is the live instance's too, which fails the attempt itself.
+    this.subscription = this.chain.subscribe(this.end.subscriber(ignore));
+    this.input.next(this.value);
+    this.input.complete();
+  };
 
   private message(value: unknown, live: readonly unknown[], fresh: readonly unknown[]): string {
     const { uid, job } = this.task;
@@ -87,6 +104,9 @@ export class ClosureStateCheck {
     );
   }
 }
+
+/** The fresh instances' error handler: an error of theirs is the live instance's too. */
+const ignore = () => undefined;
 
 /** A short JSON rendering of `value` for an error message. */
 function preview(value: unknown): string {

@@ -1,6 +1,7 @@
 import { MAX_WATERMARK } from '../../core/elements.js';
 import { AsynchronousOperatorError } from '../../core/errors.js';
 import type { TaskContext } from '../../core/graph.js';
+import type { Unsubscribable } from 'rxjs';
 import type { HandlerOperatorSpec, OperatorHandler, OperatorSpec } from '../operatorSpec.js';
 import { ClosureStateCheck } from './closureStateCheck.js';
 import { applySteps, type LiftedStep } from './liftedSteps.js';
@@ -37,55 +38,71 @@ export class RxjsSegment implements HandlerOperatorSpec<unknown, unknown> {
     const input = new SegmentInput();
     // Whether the segment is handling an input (a record, the end of input, its subscription): it emits only then.
     let handling = true;
-    // What the segment emits while the closure-state check holds it back (see checked).
-    let held: unknown[] | undefined;
     // The timestamp of the record being handled, which what it emits carries; at the end of input, the last record's.
     let timestamp: number | undefined;
-    const output = (value: unknown) => {
-      if (held !== undefined) return void held.push(value);
-      if (!handling) return fail(new AsynchronousOperatorError(asynchronousMessage(task)));
-      // Downstream operators may have moved the shared slot since the last emission.
-      record.current = timestamp;
-      emit(value);
-    };
-    // What `run` made the segment emit, kept from downstream. RxJS routes the operators' throws to `error`; anything
-    // else that throws fails the attempt, so the flags here and below need no restoring on the way out.
-    const hold = (run: () => void) => {
-      const emitted: unknown[] = (held = []);
-      run();
-      held = undefined;
-      return emitted;
-    };
-    const check = ClosureStateCheck.of(steps, task, { subscriber: (error) => new SegmentOutput(output, error), hold });
-    const subscription = applySteps(input.observable, steps).subscribe(new SegmentOutput(output, fail));
-    handling = false;
-    const handle = (value: unknown) => {
-      handling = true;
-      input.next(value);
-      handling = false;
-    };
-    // A record the check samples: its output is held until a fresh instance agreed with it.
-    const checked = (value: unknown, check: ClosureStateCheck) => {
-      const live = hold(() => handle(value));
-      check.verify(value, live);
-      for (const emitted of live) {
+    let subscription: Unsubscribable;
+    let onRecord: (value: unknown) => void;
+    const asynchronous = () => fail(new AsynchronousOperatorError(asynchronousMessage(task)));
+    // The record path is compiled, with the operators' Subscriber chain, into one function of the chain's: V8 inlines
+    // up to a budget of bytecode per function, and what it cannot inline is a call per record and operator. So the
+    // functions here stay small, and production mode runs ones without the check's branches.
+    if (!ClosureStateCheck.applies(steps)) {
+      const output = (value: unknown) => {
+        if (!handling) return asynchronous();
+        // Downstream operators may have moved the shared slot since the last emission.
         record.current = timestamp;
-        emit(emitted);
-      }
-    };
+        emit(value);
+      };
+      subscription = applySteps(input.observable, steps).subscribe(new SegmentOutput(output, fail));
+      onRecord = (value) => {
+        timestamp = record.current;
+        handling = true;
+        input.next(value);
+        handling = false;
+      };
+    } else {
+      // What the segment emits while the closure-state check holds it back (see checked).
+      let held: unknown[] | undefined;
+      const output = (value: unknown) => {
+        if (held !== undefined) return void held.push(value);
+        if (!handling) return asynchronous();
+        record.current = timestamp;
+        emit(value);
+      };
+      // What `run` made the segment emit, kept from downstream. RxJS routes the operators' throws to `error`; anything
+      // else that throws fails the attempt, so the flags here and below need no restoring on the way out.
+      const hold = (run: () => void) => {
+        const emitted: unknown[] = (held = []);
+        run();
+        held = undefined;
+        return emitted;
+      };
+      const check = new ClosureStateCheck(steps, task, { subscriber: (error) => new SegmentOutput(output, error), hold });
+      subscription = applySteps(input.observable, steps).subscribe(new SegmentOutput(output, fail));
+      // A record the check samples: its output is held until a fresh instance agreed with it.
+      const checked = (value: unknown) => {
+        const live = hold(() => {
+          handling = true;
+          input.next(value);
+          handling = false;
+        });
+        check.verify(value, live);
+        for (const emitted of live) {
+          record.current = timestamp;
+          emit(emitted);
+        }
+      };
+      onRecord = (value) => {
+        timestamp = record.current;
+        if (check.samples()) return checked(value);
+        handling = true;
+        input.next(value);
+        handling = false;
+      };
+    }
+    handling = false;
     return {
-      // Two small functions rather than one with a branch: the record path stays short enough to be inlined.
-      onRecord:
-        check === undefined
-          ? (value) => {
-              timestamp = record.current;
-              handle(value);
-            }
-          : (value) => {
-              timestamp = record.current;
-              if (check.samples()) checked(value, check);
-              else handle(value);
-            },
+      onRecord,
       onWatermark(watermark, forward) {
         if (watermark.timestamp === MAX_WATERMARK.timestamp) {
           record.current = timestamp;

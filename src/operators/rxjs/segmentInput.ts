@@ -9,26 +9,45 @@ import { Observable, type Subscriber } from 'rxjs';
  */
 export class SegmentInput {
   private readonly subscribers: Subscriber<unknown>[] = [];
+  /**
+   * The subscriber when there is exactly one (the usual case: the segment's first operator), read by `next` first.
+   * Everything `next` inlines counts against V8's inlining budget of the function the record path is compiled into,
+   * which the operators' own Subscriber chain needs: the one-subscriber path stays a few bytes of bytecode.
+   */
+  private only: Subscriber<unknown> | undefined;
   private ended = false;
 
   readonly observable = new Observable<unknown>((subscriber) => {
     if (this.ended) return subscriber.complete();
     this.subscribers.push(subscriber);
+    this.only = this.subscribers.length === 1 ? subscriber : undefined;
     return () => {
       const index = this.subscribers.indexOf(subscriber);
       if (index >= 0) this.subscribers.splice(index, 1);
+      this.only = this.subscribers.length === 1 ? this.subscribers[0] : undefined;
     };
   });
 
   next(value: unknown): void {
-    const subscribers = this.subscribers;
-    if (subscribers.length === 1) return subscribers[0]!.next(value);
-    // A copy: a subscriber may unsubscribe (take) or another subscribe (retry) while the record is handed out.
-    for (const subscriber of [...subscribers]) subscriber.next(value);
+    const only = this.only;
+    if (only !== undefined) only.next(value);
+    else this.nextEach(value);
   }
 
   complete(): void {
     this.ended = true;
+    this.only = undefined;
     for (const subscriber of this.subscribers.splice(0)) subscriber.complete();
+  }
+
+  /** Takes subscribers again after `complete`, as a new input would (the closure-state check reuses one). */
+  reopen(): void {
+    this.ended = false;
+  }
+
+  /** `next` with no subscriber or several. */
+  private nextEach(value: unknown): void {
+    // A copy: a subscriber may unsubscribe (take) or another subscribe (retry) while the record is handed out.
+    for (const subscriber of [...this.subscribers]) subscriber.next(value);
   }
 }

@@ -13,7 +13,7 @@ export class SegmentOutput extends Subscriber<unknown> {
     private readonly emit: (value: unknown) => void,
     error: (error: unknown) => void,
   ) {
-    super({ next: emit, error, complete: () => undefined } satisfies Observer<unknown>);
+    super({ next: emit, error, complete: ignore } satisfies Observer<unknown>);
   }
 
   override next(value: unknown): void {
@@ -21,3 +21,6 @@ export class SegmentOutput extends Subscriber<unknown> {
     if (!this.isStopped) this.emit(value);
   }
 }
+
+/** The segment's end on completion: nothing, since a segment that completes stops records, never the flow after it. */
+const ignore = () => undefined;

@@ -51,11 +51,16 @@ export class HeapSnapshotStrategy {
       for (const [, table, overlay] of tables) table.removeOverlay(overlay);
     };
     const chunks = (maxEntries: number): Generator<KeyedStatePayload> => this.chunks(tables, restored, maxEntries, release);
+    // The tables as of the barrier (now); restored sources not compacted yet may count a key more than once.
+    let entries = 0;
+    for (const [, table] of tables) entries += table.live.size;
+    for (const { sources } of restored) for (const { flat, namespaced } of sources) entries += flat.length / 3 + namespaced.length / 4;
     const snapshot: KeyedSnapshot = {
       release,
       materialize: () => wholePayload(stateIndexes(tables, restored).states, chunks(Infinity)),
       materializeChunks: chunks,
       flatChunks: true,
+      entries,
     };
     if (!trackChanges) return snapshot;
     // Only registered states change: each has a family, whose serializer encodes its values.

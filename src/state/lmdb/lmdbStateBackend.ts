@@ -1,6 +1,7 @@
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { open } from 'lmdb';
+import { createRequire } from 'node:module';
+import type * as Lmdb from 'lmdb';
 import { keyGroupOf } from '../../core/keyGroups.js';
 import type {
   Key,
@@ -27,6 +28,14 @@ import { removeAbandonedWorkingDirectories, workingDirectoryPrefix } from './wor
 import { FLUSH_AFTER_WRITES, WriteBatches } from './writeBatches.js';
 import { StateRegistry } from '../stateRegistry.js';
 import { withStateTtl } from '../ttl/withStateTtl.js';
+
+/**
+ * lmdb (a native addon) is loaded when a backend first opens a database, not when weir/node is imported: every
+ * worker thread of a job started with `startJob` imports all of weir/node, whatever backend the job uses.
+ */
+const require = createRequire(import.meta.url);
+let loaded: typeof Lmdb | undefined;
+const lmdb = (): typeof Lmdb => (loaded ??= require('lmdb') as typeof Lmdb);
 
 export interface LmdbStateBackendOptions {
   /** Directory under which each keyed operator instance gets its own working directory; `os.tmpdir()` by default. */
@@ -122,7 +131,7 @@ class LmdbKeyedStateBackend implements KeyedStateBackend, RowStore {
     this.registry = new StateRegistry(uid, options.onStateRegistered, (descriptor) => this.createSlot(descriptor));
     this.batches = new WriteBatches({ uid, directory: this.directory, maxParallelism, writeBatch: options.writeBatch });
     // Working state is rebuilt from a checkpoint after a crash, so it needs no durability: no fsync, no compression.
-    this.db = open<unknown, Buffer>({
+    this.db = lmdb().open<unknown, Buffer>({
       path: this.directory,
       keyEncoding: 'binary',
       encoding: 'msgpack',

@@ -177,6 +177,8 @@ class TtlKeyedStateBackend implements KeyedStateBackend {
       release: () => snapshot.release(),
       // Filtering keeps a piece's form (unbucketed entries stay so, with their range).
       ...(snapshot.flatChunks === undefined ? {} : { flatChunks: snapshot.flatChunks }),
+      // Filtering only removes entries: the count stays an upper bound.
+      ...(snapshot.entries === undefined ? {} : { entries: snapshot.entries }),
     };
     // An incremental checkpoint's delta is not a full snapshot: it goes out as it is (as in Flink).
     if (snapshot.materializeChangeChunks) filtering.materializeChangeChunks = (maxEntries) => snapshot.materializeChangeChunks!(maxEntries);

@@ -16,6 +16,8 @@ export interface KeyedSumSettings {
   chunkSize?: number;
   /** Throw at this record value (the test gives it to the first attempt's workers only). */
   failAt?: number;
+  /** Loop for ever at this record value, a worker that hangs (the test gives it to the first attempt's workers only). */
+  hangAt?: number;
   /** Each split stops after this many of its records until the page posts 'release' on `${name}-control`. */
   holdAfter?: number;
   /** Makes the sums queryable under this name. */
@@ -100,6 +102,13 @@ function heldArray<T>(records: readonly T[], splits: number, holdAfter: number, 
   });
 }
 
+/** A user function that never returns: the worker's event loop never comes back, so it sends no heartbeat. */
+function hang(): never {
+  for (;;) {
+    // spins for ever
+  }
+}
+
 /** The definition the page and every worker build the job from. */
 export function keyedSum(settings: KeyedSumSettings) {
   return ({ workers }: JobModuleContext) => {
@@ -113,7 +122,7 @@ export function keyedSum(settings: KeyedSumSettings) {
     });
     const perKey = settings.records / settings.keys;
     const records = Array.from({ length: settings.records }, (_, i) => ({ key: `k${Math.floor(i / perKey)}`, value: i }));
-    const { failAt } = settings;
+    const { failAt, hangAt } = settings;
     job
       .source(
         settings.holdAfter === undefined ? fromArray(records, { splits: settings.splits }) : heldArray(records, settings.splits, settings.holdAfter, `${settings.name}-control`),
@@ -122,6 +131,7 @@ export function keyedSum(settings: KeyedSumSettings) {
       .pipe(
         map((record) => {
           if (record.value === failAt) throw new Error(`failing once at ${failAt} (of ${workers} workers)`);
+          if (record.value === hangAt) hang();
           return record;
         }),
         keyBy((record) => record.key),

@@ -293,10 +293,16 @@ describe.skipIf(!up)('runScaleOut: one task per owned key group, in member proce
         if (stop) {
           // Paused past its lease until another member took one of its key groups over; resumed, it is fenced.
           const lost = runs(victim);
-          const others = names.filter((other) => other !== name).map((other) => members.get(other)!);
-          const from = others.map((other) => other.lines.length);
+          const others = names.filter((other) => other !== name);
+          const from = new Map(others.map((other) => [members.get(other)!, members.get(other)!.lines.length]));
+          const tookOver = () =>
+            others.some((other) => {
+              // A member the supervisor started again meanwhile is read from its start.
+              const child = members.get(other)!;
+              return child.lines.slice(from.get(child) ?? 0).some((line) => line.startsWith('start ') && lost.has(Number(line.split(' ')[1])));
+            });
           victim.process.kill('SIGSTOP');
-          await Promise.race(others.map((other, i) => other.waitFor((line) => line.startsWith('start ') && lost.has(Number(line.split(' ')[1])), from[i])));
+          while (!tookOver()) await new Promise((resolve) => setTimeout(resolve, 200));
           victim.process.kill('SIGCONT');
           expect(await victim.exited, `seed ${seed}, round ${round}: ${victim.lines.slice(-5).join(' | ')}`).toBe(3);
           fenced.push(victim.lines.find((line) => line.startsWith('fenced '))!);
@@ -304,11 +310,17 @@ describe.skipIf(!up)('runScaleOut: one task per owned key group, in member proce
           victim.process.kill('SIGKILL');
           await victim.exited;
         }
-        await supervise(name).waitFor((line) => line === 'joined');
+        supervise(name);
+        // Joined (the supervisor may have started it again, if it failed to join while the others were busy).
+        while (!members.get(name)!.lines.includes('joined')) await new Promise((resolve) => setTimeout(resolve, 100));
       }
       // Every record read and counted once all three run again; then they leave cleanly.
       await waitForOutput(records);
-      expect(await finish()).toEqual([0, 0, 0]);
+      // They leave cleanly (0), but for one the loaded machine kept from renewing in time, fenced (3), its key groups
+      // then taken after the lease: like the unplanned restarts, no loss or double either way.
+      const leaving = [...members.values()];
+      const codes = await finish();
+      codes.forEach((code, i) => expect(code === 0 || (code === 3 && leaving[i]!.lines.some((line) => /^fenced .*lost key group/.test(line))), leaving[i]!.lines.slice(-5).join(' | ')).toBe(true));
       expect(fenced).toHaveLength(10);
       for (const line of fenced) expect(line).toMatch(/lost key group/);
       // Nothing missing, nothing doubled: a fenced member's checkpoints were never committed, so what they covered

@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { UnknownQueryableStateError, WeirError, type RunningJob } from 'weir';
+import { CheckpointNotFoundError, DEFAULT_MAX_PARALLELISM, InvalidQueryError, JobDefinitionError, keyGroupRangeFor, UnknownQueryableStateError, WeirError, type RunningJob } from 'weir';
 import { fsCheckpointStorage, liveJobWorkers, startJob } from 'weir/node';
 import type { KeyedSumSettings } from './jobs/keyedSum.js';
 import type { SlowReceiverSettings } from './jobs/slowReceiver.js';
@@ -162,6 +162,31 @@ describe('a windowed job on workers', { timeout: 240_000 }, () => {
     expect(oneThread).toHaveLength(13 * 30);
     expect(lines(join(dir, 'windowed-two.txt'))).toEqual(oneThread);
   });
+
+  it('with watermarks at the source, fires the same windows on 2 workers as on 1, without drawing records to worker 0', async () => {
+    const windowed = new URL('./jobs/windowed.ts', import.meta.url);
+    const outputs: string[][] = [];
+    for (const workers of [1, 2]) {
+      const out = join(dir, `windowed-at-source-${workers}.txt`);
+      process.env.WEIR_TEST_JOB = JSON.stringify({ name: `windowed-at-source-${workers}`, out });
+      const running = await startJob(windowed, { workers, preload, export: 'windowedAtSource' });
+      expect((await running.done).status).toBe('finished');
+      outputs.push(lines(out));
+      if (workers === 2) {
+        // Only the sink runs in worker 0 alone: the source's subtasks, their watermarks and the windows are spread.
+        const alone = running.view().operators.filter((operator) => operator.workers?.length === 1);
+        expect(alone.map((operator) => operator.uid)).toEqual(['out']);
+        const windowIn = running.metrics.workers!.map((w) => w.operators.find((o) => o.uid === 'per-second')!.recordsIn);
+        expect(windowIn.every((count) => count > 0)).toBe(true);
+      }
+    }
+    // Every window of every key, none dropped as late: 13 keys over 30 s of event time.
+    expect(outputs[0]).toHaveLength(13 * 30);
+    expect(outputs[1]).toEqual(outputs[0]);
+    process.env.WEIR_TEST_JOB = JSON.stringify({ name: 'windowed-at-source-thread', out: join(dir, 'windowed-at-source-thread.txt') });
+    await (await import('./jobs/windowed.js')).windowedAtSource().start().done;
+    expect(lines(join(dir, 'windowed-at-source-thread.txt'))).toEqual(outputs[0]);
+  });
 });
 
 describe('two-input jobs on workers', { timeout: 240_000 }, () => {
@@ -216,6 +241,59 @@ describe('credits between workers', { timeout: 240_000 }, () => {
   });
 });
 
+describe('restore on workers', { timeout: 240_000 }, () => {
+  it("reads of a checkpoint's keyed-only files those that meet the worker's key groups", async () => {
+    // Incremental checkpoints with 4 workers: the last one lists earlier checkpoints' files, keyed state only, each
+    // of one old subtask's key groups. Restored on 2 workers, each worker needs half of them.
+    const job = settings({ records: 20_000, chunkSize: 1, checkpoints: join(dir, 'ck-incremental'), incremental: true });
+    process.env.WEIR_TEST_JOB = JSON.stringify(job);
+    const first = await startJob(keyedSum, { workers: 4, preload });
+    for (let i = 0; i < 3; i++) expect((await first.checkpoint()).status).toBe('completed');
+    const { id } = await first.checkpoint();
+    await first.cancel();
+
+    const reads: { worker: number; path: string }[] = [];
+    const write = process.stderr.write.bind(process.stderr);
+    process.stderr.write = ((chunk: string | Uint8Array, ...rest: never[]) => {
+      for (const [, worker, path] of String(chunk).matchAll(/← worker (\d+): storage read (\S+)/g)) reads.push({ worker: Number(worker), path: path! });
+      return write(chunk, ...rest);
+    }) as typeof process.stderr.write;
+    process.env.WEIR_WORKER_TRACE = '1';
+    let result;
+    try {
+      result = await (await startJob(keyedSum, { workers: 2, preload, restore: 'latest' })).done;
+    } finally {
+      delete process.env.WEIR_WORKER_TRACE;
+      process.stderr.write = write;
+    }
+    expect(result.status).toBe('finished');
+    expect(finals(lines(job.out))).toEqual(expected(20_000, 37));
+    // The sum's files of earlier checkpoints (shared, keyed state only), by the worker that read them.
+    const shared = reads.filter(({ path }) => /\/sum\.\d+\.kg-/.test(path) && !path.includes(`chk-${id}/`));
+    expect(shared.length).toBeGreaterThan(0);
+    for (const { worker, path } of shared) {
+      const [, start, end] = /kg-(\d+)-(\d+)/.exec(path)!.map(Number);
+      const own = keyGroupRangeFor(worker, 2, DEFAULT_MAX_PARALLELISM);
+      expect(start! <= own.end && end! >= own.start, `worker ${worker} read ${path}`).toBe(true);
+    }
+    // Each shared file is read by the one worker whose key groups it holds (as an old subtask's, in one new half).
+    expect(new Set(shared.map(({ path }) => path)).size).toBe(shared.length);
+  });
+});
+
+describe('unaligned checkpoints on workers', { timeout: 240_000 }, () => {
+  it('are refused at start with a JobDefinitionError naming the ways that work, before any worker spawns', async () => {
+    process.env.WEIR_TEST_JOB = JSON.stringify(settings({ checkpoints: 'memory', alignedTimeout: 100 }));
+    const started = startJob(keyedSum, { workers: 2, preload });
+    await expect(started).rejects.toBeInstanceOf(JobDefinitionError);
+    await expect(started).rejects.toThrow(/alignedTimeout \(100 ms\).*drop alignedTimeout.*at-least-once.*job\.start\(\)/);
+    expect(liveJobWorkers()).toEqual([]);
+    // Without it the same job runs on workers, aligned.
+    process.env.WEIR_TEST_JOB = JSON.stringify(settings({ checkpoints: 'memory' }));
+    expect((await (await startJob(keyedSum, { workers: 2, preload })).done).status).toBe('finished');
+  });
+});
+
 describe('the Node flags of workers', { timeout: 240_000 }, () => {
   it('are the ones startJob is given in execArgv, in place of those of the main thread', async () => {
     const out = join(dir, 'exec-argv.json');
@@ -229,24 +307,49 @@ describe('the Node flags of workers', { timeout: 240_000 }, () => {
 });
 
 describe('state queries on workers', { timeout: 240_000 }, () => {
-  it('are answered by the worker that owns the key, and key listings are refused with a message that says so', async () => {
-    process.env.WEIR_TEST_JOB = JSON.stringify(settings({ records: 100_000, keys: 4, chunkSize: 1, checkpoints: 'memory' }));
+  it('are answered by the workers that own the keys: by key, key listings merged over the workers, and asOf a checkpoint', async () => {
+    process.env.WEIR_TEST_JOB = JSON.stringify(settings({ records: 100_000, keys: 40, chunkSize: 1, checkpoints: 'memory' }));
     const running = await startJob(keyedSum, { workers: 2, preload });
-    const answers = new Map<string, { key: string; value: number } | undefined>();
+    const all = Array.from({ length: 40 }, (_, i) => `k${i}`).sort();
     // Each checkpoint lets more records through; every key is in the first few thousand.
-    for (let round = 0; round < 200 && answers.size < 4; round++) {
+    let listed: unknown[] = [];
+    for (let round = 0; round < 200 && listed.length < 40; round++) {
       await running.checkpoint();
-      for (const key of ['k0', 'k1', 'k2', 'k3']) {
-        const value = await running.query<{ key: string; value: number }>('sums', key);
-        if (value !== undefined) answers.set(key, value);
-      }
+      listed = (await running.queryKeys('sums', { limit: 1000 })).keys;
     }
-    expect([...answers.keys()].sort()).toEqual(['k0', 'k1', 'k2', 'k3']);
-    for (const [key, sum] of answers) expect(sum!.key).toBe(key);
+    // Both workers hold some of the keys (each its instance's key groups): the listing has every key once, in order.
+    expect(listed).toEqual(all);
+    // The workers tell the main thread the states they registered (the reduce's once it was used).
+    await expect.poll(() => running.queryableStates().map(({ name, uid }) => ({ name, uid })), { timeout: 60_000 }).toEqual([{ name: 'sums', uid: 'sum' }]);
+    const paged: unknown[] = [];
+    let page = await running.queryKeys('sums', { limit: 7 });
+    for (;;) {
+      expect(page.keys.length).toBeLessThanOrEqual(7);
+      paged.push(...page.keys);
+      if (page.cursor === undefined) break;
+      page = await running.queryKeys('sums', { limit: 7, cursor: page.cursor });
+    }
+    expect(paged).toEqual(all);
+    expect((await running.queryKeys('sums', { prefix: 'k1' })).keys).toEqual(all.filter((key) => key.startsWith('k1')));
+    for (const key of ['k0', 'k1', 'k2', 'k3']) expect((await running.query<{ key: string; value: number }>('sums', key))?.key).toBe(key);
+
+    // As of a checkpoint, one worker reads it from the main thread's storage: every key, and the values it holds.
+    const { id, status } = await running.checkpoint();
+    expect(status).toBe('completed');
+    expect((await running.queryKeys('sums', { asOf: id, limit: 1000 })).keys).toEqual(all);
+    const then = await running.query<{ key: string; value: number }>('sums', 'k5', { asOf: id });
+    expect(then?.key).toBe('k5');
+    await running.checkpoint();
+    expect((await running.query<{ key: string; value: number }>('sums', 'k5'))!.value).toBeGreaterThanOrEqual(then!.value);
+
+    await expect(running.query('sums', 'k5', { asOf: id + 1_000 })).rejects.toBeInstanceOf(CheckpointNotFoundError);
+    await expect(running.queryKeys('sums', { limit: 0 })).rejects.toBeInstanceOf(InvalidQueryError);
     await expect(running.query('no-such-state', 'k1')).rejects.toBeInstanceOf(UnknownQueryableStateError);
-    await expect(running.queryKeys('sums')).rejects.toThrow(/runs on worker threads, which answer live queries by key only/);
+    await expect(running.queryKeys('no-such-state')).rejects.toBeInstanceOf(UnknownQueryableStateError);
+    await expect(running.query('no-such-state', 'k1', { asOf: id })).rejects.toBeInstanceOf(UnknownQueryableStateError);
     await running.cancel();
     expect(liveJobWorkers()).toEqual([]);
+    await expect(running.queryKeys('sums')).rejects.toThrow(/answer its queries \(live and asOf\) only while they run/);
   });
 });
 

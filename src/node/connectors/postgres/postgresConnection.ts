@@ -1,4 +1,8 @@
-import pg from 'pg';
+import type pg from 'pg';
+import { lazyRequire } from '../../lazyRequire.js';
+
+/** node-postgres, loaded when a connector first uses it, not in every worker thread that imports weir/node. */
+export const nodePostgres = lazyRequire<typeof pg>('pg');
 
 /** Where a connector connects: a `postgres://` URL or node-postgres' pool options (credentials included). */
 export type PostgresConnection = string | pg.PoolConfig;
@@ -11,7 +15,7 @@ export type PostgresConnection = string | pg.PoolConfig;
 export function openPool(connection: PostgresConnection, max: number, applicationName?: string): pg.Pool {
   const config = typeof connection === 'string' ? { connectionString: connection } : connection;
   // The name is sent at connection (an application_name in a connection URL takes precedence over it).
-  const pool = new pg.Pool({ max, ...(applicationName === undefined ? {} : { application_name: applicationName }), ...config });
+  const pool = new (nodePostgres().Pool)({ max, ...(applicationName === undefined ? {} : { application_name: applicationName }), ...config });
   pool.on('error', () => undefined);
   pool.on('connect', (client) => client.on('error', () => undefined));
   return pool;

@@ -1,7 +1,8 @@
-import pg from 'pg';
+import type pg from 'pg';
 import type { Json } from '../../../core/values.js';
 import { PostgresRowError } from './postgresErrors.js';
 import type { PostgresTable } from './postgresTable.js';
+import { nodePostgres } from './postgresConnection.js';
 
 /** A row as the sink keeps it (in checkpoints too): one value per sink column, in the sink's column order. */
 export type Row = Json[];
@@ -65,7 +66,7 @@ export function checkColumns(shape: RowShape, tableColumns: readonly string[]): 
  */
 export async function insertRows(client: pg.ClientBase, shape: RowShape, rows: readonly Row[], batchSize: number): Promise<void> {
   const perStatement = Math.max(1, Math.min(batchSize, Math.floor(MAX_PARAMETERS / shape.columns.length)));
-  const prefix = `INSERT INTO ${shape.table.sql} (${shape.columns.map((c) => pg.escapeIdentifier(c)).join(', ')}) VALUES `;
+  const prefix = `INSERT INTO ${shape.table.sql} (${shape.columns.map((c) => nodePostgres().escapeIdentifier(c)).join(', ')}) VALUES `;
   const suffix = conflictClause(shape);
   const unique = shape.key ? latestPerKey(shape, rows) : rows;
   for (let start = 0; start < unique.length; start += perStatement) {
@@ -85,9 +86,9 @@ function conflictClause(shape: RowShape): string {
   if (!shape.key) return '';
   const key = new Set(shape.key);
   const updated = shape.columns.filter((column) => !key.has(column));
-  const target = shape.key.map((c) => pg.escapeIdentifier(c)).join(', ');
+  const target = shape.key.map((c) => nodePostgres().escapeIdentifier(c)).join(', ');
   if (updated.length === 0) return ` ON CONFLICT (${target}) DO NOTHING`;
-  return ` ON CONFLICT (${target}) DO UPDATE SET ${updated.map((c) => `${pg.escapeIdentifier(c)} = EXCLUDED.${pg.escapeIdentifier(c)}`).join(', ')}`;
+  return ` ON CONFLICT (${target}) DO UPDATE SET ${updated.map((c) => `${nodePostgres().escapeIdentifier(c)} = EXCLUDED.${nodePostgres().escapeIdentifier(c)}`).join(', ')}`;
 }
 
 /**

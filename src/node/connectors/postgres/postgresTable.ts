@@ -1,4 +1,5 @@
-import pg from 'pg';
+import type pg from 'pg';
+import { nodePostgres } from './postgresConnection.js';
 
 /** A pool or one of its clients: both run a query. */
 export type Queryable = pg.Pool | pg.ClientBase;
@@ -22,9 +23,9 @@ export function postgresTable(name: string): PostgresTable {
   if (parts.length > 2 || parts.some((part) => part === '')) {
     throw new TypeError(`postgres table '${name}': give a table name or schema.table`);
   }
-  const quoted = parts.map((part) => pg.escapeIdentifier(part));
+  const quoted = parts.map((part) => nodePostgres().escapeIdentifier(part));
   const schema = quoted.length === 2 ? `${quoted[0]}.` : '';
-  return { name, sql: quoted.join('.'), progressSql: `${schema}${pg.escapeIdentifier(PROGRESS_TABLE)}` };
+  return { name, sql: quoted.join('.'), progressSql: `${schema}${nodePostgres().escapeIdentifier(PROGRESS_TABLE)}` };
 }
 
 /** The table's columns in order, or undefined when there is no such table (to_regclass resolves the search_path). */

@@ -1,8 +1,8 @@
-import pg from 'pg';
+import type pg from 'pg';
 import { CheckpointCorruptedError } from '../../../core/errors.js';
 import type { SinkWriter } from '../../../core/sink.js';
 import type { Json } from '../../../core/values.js';
-import { isTransient, reason } from './postgresConnection.js';
+import { isTransient, reason, nodePostgres } from './postgresConnection.js';
 import { PostgresSinkError } from './postgresErrors.js';
 import { insertRows, type Row } from './postgresRows.js';
 import { serialQueue, sinkName, type SinkSetup } from './sinkSetup.js';
@@ -104,7 +104,7 @@ export async function openPreparedWriter<T>(setup: SinkSetup<T>, restoredState: 
         await onWrites(async () => {
           await flush(rows);
           if (open === undefined) return;
-          await open.query(`PREPARE TRANSACTION ${pg.escapeLiteral(gid(checkpointId))}`);
+          await open.query(`PREPARE TRANSACTION ${nodePostgres().escapeLiteral(gid(checkpointId))}`);
           release(open, false);
           uncommitted.push(checkpointId);
         });
@@ -191,14 +191,14 @@ async function resolvePrepared(pool: pg.Pool, prefix: string, completed: number)
   for (const { gid } of rows) {
     const id = Number(gid.slice(prefix.length));
     if (!Number.isSafeInteger(id)) continue;
-    await pool.query(`${id <= completed ? 'COMMIT' : 'ROLLBACK'} PREPARED ${pg.escapeLiteral(gid)}`);
+    await pool.query(`${id <= completed ? 'COMMIT' : 'ROLLBACK'} PREPARED ${nodePostgres().escapeLiteral(gid)}`);
   }
 }
 
 /** COMMIT PREPARED, where one already committed (by an earlier attempt's restore) is done, not an error. */
 async function commitPrepared(pool: pg.Pool, gid: string): Promise<void> {
   try {
-    await pool.query(`COMMIT PREPARED ${pg.escapeLiteral(gid)}`);
+    await pool.query(`COMMIT PREPARED ${nodePostgres().escapeLiteral(gid)}`);
   } catch (error) {
     if ((error as { code?: string }).code !== '42704') throw error;
   }

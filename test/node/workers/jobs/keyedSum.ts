@@ -19,6 +19,10 @@ export interface KeyedSumSettings {
   /** Slows the source so that checkpoints and stops happen mid-input (a chunk of one record each time). */
   chunkSize?: number;
   parallelism?: number;
+  /** Unaligned checkpoints after this alignment time (ms), which jobs on workers refuse. */
+  alignedTimeout?: number;
+  /** Incremental checkpoints: a checkpoint's files build on earlier checkpoints' files. */
+  incremental?: boolean;
 }
 
 const memory = new Map<string, CheckpointStorage>();
@@ -33,7 +37,7 @@ export default function keyedSum() {
         : fsCheckpointStorage(settings.checkpoints);
   const job = createJob({
     name: settings.name,
-    ...(storage ? { checkpoints: { storage, ...(settings.interval ? { interval: settings.interval } : {}) } } : {}),
+    ...(storage ? { checkpoints: { storage, ...(settings.interval ? { interval: settings.interval } : {}), ...(settings.alignedTimeout !== undefined ? { alignedTimeout: settings.alignedTimeout } : {}), ...(settings.incremental ? { incremental: true } : {}) } } : {}),
     restart: { strategy: 'fixed-delay', attempts: 3, delay: 0 },
     ...(settings.chunkSize ? { chunkSize: settings.chunkSize } : {}),
     ...(settings.parallelism ? { parallelism: settings.parallelism } : {}),
