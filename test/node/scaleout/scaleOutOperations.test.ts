@@ -109,7 +109,7 @@ describe.skipIf(!up)('scale-out operations: the group status, weir inspect --gro
     }
   };
 
-  it('shows members, owners and committed checkpoints, and answers a key from whichever member owns it, through a hand-over', { timeout: 300_000 }, async () => {
+  it('shows members, owners and committed checkpoints, and answers a key from whichever member owns it, through a hand-over and a SIGKILL', { timeout: 300_000 }, async () => {
     const id = randomBytes(4).toString('hex');
     group = `weir-test-ops-${id}`;
     bucket = `weir-test-ops-chk-${id}`;
@@ -210,6 +210,20 @@ describe.skipIf(!up)('scale-out operations: the group status, weir inspect --gro
       const after = await scaleOutStatus({ servers: NATS, group });
       expect(after.members.map((m) => m.id)).toEqual(['m-a']);
       expect(after.members[0]!.owns).toEqual(Array.from({ length: GROUPS }, (_, kg) => kg));
+
+      // b comes back (a new address), then a dies (SIGKILL): once a's leases ran out, b claims every key group,
+      // restores it from a's commits, and the client, which kept asking, reads every count from b.
+      const b2 = start('m-b', input);
+      const urlB2 = await urlOf(b2);
+      await until(
+        () => scaleOutStatus({ servers: NATS, group }),
+        (s) => s.keyGroups.every((kg) => kg.owner === expectedOwner(kg.keyGroup)),
+      );
+      running.delete(a);
+      a.process.kill('SIGKILL');
+      await a.exited;
+      expect(await until(counts, (values) => values.every((n) => n === RECORDS / USERS))).toEqual(users.map(() => RECORDS / USERS));
+      expect(await client.ownerOf(ofA)).toEqual({ keyGroup: keyGroupOf(ofA, GROUPS), owner: 'm-b', url: urlB2 });
     } finally {
       await client.close();
     }
