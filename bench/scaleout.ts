@@ -6,6 +6,7 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { DEFAULT_MAX_PARALLELISM } from 'weir';
 import { assignedKeyGroups, joinScaleOut, keyGroupPartitions, type ScaleOutMember } from 'weir/node';
 import type { Result } from './report';
+import { childLines } from '../test/support/childLines';
 
 // Scale-out on NATS JetStream KV (README "Beyond one machine"). `scaleout/rebalance-moved-fraction`: two members own
 // the job's 128 key groups; a third joins; the fraction of key groups whose owner changed once all three settled,
@@ -102,31 +103,12 @@ async function benchGroup(lease: number) {
   const members: Member[] = [];
   const start = (name: string): Member => {
     const child = spawn(process.execPath, ['--import', 'tsx', MEMBER, SERVERS, group, name, String(PARTITIONS), String(lease), stream, bucket], { stdio: ['ignore', 'pipe', 'inherit'] });
-    const lines: string[] = [];
-    const waiters: { match: (line: string) => boolean; resolve: (line: string) => void }[] = [];
-    let pending = '';
-    child.stdout!.on('data', (data: Buffer) => {
-      pending += data.toString();
-      let newline: number;
-      while ((newline = pending.indexOf('\n')) >= 0) {
-        const line = pending.slice(0, newline);
-        pending = pending.slice(newline + 1);
-        lines.push(line);
-        for (const waiter of [...waiters]) {
-          if (!waiter.match(line)) continue;
-          waiters.splice(waiters.indexOf(waiter), 1);
-          waiter.resolve(line);
-        }
-      }
-    });
+    const { lines, waitFor } = childLines(child);
     const member: Member = {
       name,
       process: child,
       lines,
-      waitFor: (match, from = 0) => {
-        const seen = lines.slice(from).find(match);
-        return seen !== undefined ? Promise.resolve(seen) : new Promise((resolve) => waiters.push({ match, resolve }));
-      },
+      waitFor,
       processed: () => Number(lines.filter((line) => line.startsWith('processed ')).at(-1)?.slice(10) ?? 0),
       running() {
         const running = new Set<number>();

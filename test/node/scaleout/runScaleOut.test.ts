@@ -4,6 +4,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createJob, fold, forEach, JobDefinitionError, keyGroupOf, PartitionMismatchError } from 'weir';
 import { keyGroupPartitions, natsObjectCheckpointStorage, natsSource, runScaleOut, type ScaleOutTask } from 'weir/node';
 import { bundleFixture, ROOT, type BundledFixture } from '../../support/childJob';
+import { childLines } from '../../support/childLines';
 import { serverUp } from '../../support/servers';
 import { random } from '../../support/random';
 import { NATS, natsStreams, type NatsStreams } from '../connectors/natsStreams';
@@ -88,33 +89,13 @@ describe.skipIf(!up)('runScaleOut: one task per owned key group, in member proce
   };
   const start = (name: string): Child => {
     const child = spawn(process.execPath, [fixture.file, servers, group, name, String(GROUPS), String(LEASE), input, output, bucket], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
-    const lines: string[] = [];
-    const waiters: { match: (line: string) => boolean; resolve: (line: string) => void }[] = [];
-    let pending = '';
-    child.stdout!.on('data', (data: Buffer) => {
-      pending += data.toString();
-      let newline: number;
-      while ((newline = pending.indexOf('\n')) >= 0) {
-        const line = pending.slice(0, newline);
-        pending = pending.slice(newline + 1);
-        lines.push(line);
-        for (const waiter of [...waiters]) {
-          if (waiter.match(line)) {
-            waiters.splice(waiters.indexOf(waiter), 1);
-            waiter.resolve(line);
-          }
-        }
-      }
-    });
+    const { lines, waitFor } = childLines(child);
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
     const handle: Child = {
       name,
       process: child,
       lines,
-      waitFor: (match, from = 0) => {
-        const seen = lines.slice(from).find(match);
-        return seen !== undefined ? Promise.resolve(seen) : new Promise((resolve) => waiters.push({ match, resolve }));
-      },
+      waitFor,
       exited,
     };
     children.push(handle);

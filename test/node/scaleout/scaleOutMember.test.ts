@@ -6,6 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { JobDefinitionError, OwnershipLostError } from 'weir';
 import { assignedKeyGroups, joinScaleOut, rendezvousOwner } from 'weir/node';
 import { bundleFixture, ROOT, type BundledFixture } from '../../support/childJob';
+import { childLines } from '../../support/childLines';
 import { serverUp } from '../../support/servers';
 import { NATS } from '../connectors/natsStreams';
 import { NATS_SERVER_BINARY, privateNatsServer, type PrivateNatsServer } from '../../support/privateNatsServer';
@@ -72,32 +73,12 @@ describe.skipIf(!up)('scale-out members on JetStream KV, in processes of their o
 
   const start = (member: string, mode: '' | 'commit' = ''): Child => {
     const child = spawn(process.execPath, [fixture.file, NATS, group, member, String(GROUPS), String(LEASE), mode], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
-    const lines: string[] = [];
-    const waiters: { match: (line: string) => boolean; resolve: (line: string) => void }[] = [];
-    let pending = '';
-    child.stdout!.on('data', (data: Buffer) => {
-      pending += data.toString();
-      let newline: number;
-      while ((newline = pending.indexOf('\n')) >= 0) {
-        const line = pending.slice(0, newline);
-        pending = pending.slice(newline + 1);
-        lines.push(line);
-        for (const waiter of [...waiters]) {
-          if (waiter.match(line)) {
-            waiters.splice(waiters.indexOf(waiter), 1);
-            waiter.resolve(line);
-          }
-        }
-      }
-    });
+    const { lines, waitFor } = childLines(child);
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
     const handle: Child = {
       process: child,
       lines,
-      waitFor: (match, from = 0) => {
-        const seen = lines.slice(from).find(match);
-        return seen !== undefined ? Promise.resolve(seen) : new Promise((resolve) => waiters.push({ match, resolve }));
-      },
+      waitFor,
       owned: () => JSON.parse(lines.filter((line) => line.startsWith('owned ')).at(-1)?.slice(6) ?? '[]') as number[],
       exited,
     };

@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ConnectorError, keyGroupOf, KeyGroupNotOwnedError, QueryableStateClient } from 'weir';
 import { assignedKeyGroups, keyGroupPartitions, natsObjectCheckpointStorage, scaleOutStatus, ScaleOutQueryClient, type ScaleOutStatus } from 'weir/node';
 import { ROOT } from '../../support/childJob';
+import { childLines } from '../../support/childLines';
 import { serverUp } from '../../support/servers';
 import { NATS, natsStreams, type NatsStreams } from '../connectors/natsStreams';
 
@@ -68,31 +69,11 @@ describe.skipIf(!up)('scale-out operations: the group status, weir inspect --gro
       stdio: ['ignore', 'pipe', 'inherit'],
       env: { ...process.env, NODE_OPTIONS: '--import tsx' },
     });
-    const lines: string[] = [];
-    const waiters: { match: (line: string) => boolean; resolve: (line: string) => void }[] = [];
-    let pending = '';
-    child.stdout!.on('data', (data: Buffer) => {
-      pending += data.toString();
-      let newline: number;
-      while ((newline = pending.indexOf('\n')) >= 0) {
-        const line = pending.slice(0, newline);
-        pending = pending.slice(newline + 1);
-        lines.push(line);
-        for (const waiter of [...waiters]) {
-          if (waiter.match(line)) {
-            waiters.splice(waiters.indexOf(waiter), 1);
-            waiter.resolve(line);
-          }
-        }
-      }
-    });
+    const { lines, waitFor } = childLines(child);
     const member: Member = {
       process: child,
       lines,
-      waitFor: (match) => {
-        const seen = lines.find(match);
-        return seen !== undefined ? Promise.resolve(seen) : new Promise((resolve) => waiters.push({ match, resolve }));
-      },
+      waitFor,
       exited: new Promise((resolve) => child.on('exit', (code) => resolve(code))),
     };
     members.push(member);
