@@ -1,4 +1,5 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { jetstreamManager } from '@nats-io/jetstream';
@@ -14,8 +15,8 @@ import { childLines } from '../test/support/childLines';
 // `scaleout/rebalance-settle-ms`: from the third member's join to all three owning what they compute, a wall-clock
 // figure of the lease rounds (a quarter of the 2 s lease each): read it with the machine's load beside it.
 // `scaleout/2-vs-1-processes`: records/s of a runScaleOut job over a 16-partition stream, ~2 µs of busy work per
-// record (bench/scaleoutMember.ts), with two member processes over one (bar ≥ 1.5): the stream holds the records
-// before the members start, and their steady-state rate is timed (see `throughput`). `scaleout/takeover-ms-after-sigkill`: two members run; one is SIGKILLed and a record
+// record (bench/scaleoutMember.ts), with two member processes over one (bar ≥ 1.5): every record is stored before
+// the members start, and they are let into the members' stream once the members settled (see `throughput`). `scaleout/takeover-ms-after-sigkill`: two members run; one is SIGKILLed and a record
 // is published to each of its key groups; from the kill to the last of those key groups' first record at the
 // survivor, recorded with its parts: the lease TTL, and the restore time (from the survivor's claim of a key group to
 // its first record there, the slowest key group's). Bar: ≤ lease + 2 × restore.
@@ -99,7 +100,15 @@ async function benchGroup(lease: number) {
   const stream = `wbso_${id}`;
   const nc = await connect({ servers: SERVERS });
   const jsm = await jetstreamManager(nc);
-  await jsm.streams.add({ name: stream, subjects: [`${stream}.>`] });
+  // Records are published to `<stream>_in`; the members read `<stream>`, which takes them over from it (a stream
+  // source, copied inside the server) once `flow()` is called: so a measurement can start with every record stored
+  // and every member settled, none of them ahead.
+  // Until then it sources an empty stream: a stream with a source lets consumers filter on subjects it does not take in.
+  const input = `${stream}_in`;
+  const gate = `${stream}_gate`;
+  await jsm.streams.add({ name: input, subjects: [`${stream}.>`] });
+  await jsm.streams.add({ name: gate, subjects: [gate] });
+  await jsm.streams.add({ name: stream, subjects: [`${stream}_unused`], sources: [{ name: gate }] });
   const members: Member[] = [];
   const start = (name: string): Member => {
     const child = spawn(process.execPath, ['--import', 'tsx', MEMBER, SERVERS, group, name, String(PARTITIONS), String(lease), stream, bucket], { stdio: ['ignore', 'pipe', 'inherit'] });
@@ -138,11 +147,14 @@ async function benchGroup(lease: number) {
       while (!done()) await sleep(100);
     },
     /** How many messages the stream holds. */
-    stored: async () => (await jsm.streams.info(stream)).state.messages,
+    /** How many records were published. */
+    stored: async () => (await jsm.streams.info(input)).state.messages,
+    /** Lets the published records, and any published later, into the stream the members read. */
+    flow: () => jsm.streams.update(stream, { sources: [{ name: input }] }),
     async close() {
       for (const member of members) if (member.process.exitCode === null && member.process.signalCode === null) member.process.kill('SIGKILL');
       await Promise.all(members.map((member) => member.exited));
-      for (const name of [stream, `KV_${group}-leases`, `KV_${group}-commits`, `OBJ_${bucket}`]) await jsm.streams.delete(name).catch(() => undefined);
+      for (const name of [stream, input, gate, `KV_${group}-leases`, `KV_${group}-commits`, `OBJ_${bucket}`]) await jsm.streams.delete(name).catch(() => undefined);
       await nc.close();
     },
   };
@@ -166,13 +178,41 @@ async function publishRecords(nc: NatsConnection, subjectOf: (user: string) => s
   await nc.flush();
 }
 
+/** CPU time a process used so far in ms, from /proc (Linux); undefined elsewhere or once it is gone. */
+function cpuMs(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    // Fields 14 and 15 (utime, stime) in clock ticks of 10 ms, after the command name in parentheses.
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The loopback nats-server's pid, to count its CPU beside the members' (it shares the machine's cores with them). */
+function natsServerPid(): number | undefined {
+  try {
+    return Number(execFileSync('pidof', ['nats-server'], { encoding: 'utf8' }).trim().split(' ')[0]) || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+interface Throughput {
+  readonly recordsPerS: number;
+  /** CPU µs per record in the member processes and in nats-server; NaN where /proc cannot tell. */
+  readonly membersCpuUs: number;
+  readonly serverCpuUs: number;
+}
+
 /**
- * Records/s of `processes` member processes reading RECORDS records that the stream holds before they start, in their
- * steady state: from half a second after the members settled (a restored task's replay is done by then) to the first
- * moment one of them ran out of records (from then on it idles, and the others run alone). Publishing is not timed:
- * what is measured is the job, not how fast this process publishes.
+ * Records/s of `processes` member processes reading RECORDS records: they are all published and stored first, the
+ * members join and settle, and only then does the stream the members read take them in (`flow`, ~170k records/s
+ * inside the server here, above what the members read); timed from then until every record was processed.
+ * Publishing is not timed: what is measured is the job, not how fast this process publishes.
  */
-async function throughput(processes: number): Promise<number> {
+async function throughput(processes: number): Promise<Throughput> {
   // The default lease: a loaded machine must not fence a member in the middle of the measurement.
   const group = await benchGroup(10_000);
   try {
@@ -182,27 +222,26 @@ async function throughput(processes: number): Promise<number> {
     const members = names.map((name) => group.start(name));
     await Promise.all(members.map((member) => member.waitFor((line) => line === 'joined')));
     await group.settled(names);
-    await sleep(500);
-    const sample = () => ({ at: performance.now(), counts: members.map((member) => member.processed()) });
+    const server = natsServerPid();
+    const sample = () => ({
+      at: performance.now(),
+      processed: members.reduce((sum, member) => sum + member.processed(), 0),
+      membersCpu: members.reduce((sum, member) => sum + (cpuMs(member.process.pid) ?? NaN), 0),
+      serverCpu: cpuMs(server) ?? NaN,
+    });
     const from = sample();
-    // Each member prints its count every 100 ms: one that has not moved for 400 ms has read all of its records.
-    const samples = [from];
-    for (;;) {
-      await sleep(100);
+    await group.flow();
+    let end = from;
+    while (end.processed - from.processed < RECORDS) {
+      await sleep(50);
       checkAlive(members);
-      samples.push(sample());
-      const still = samples.find((s) => s.at >= samples.at(-1)!.at - 400)!;
-      const idle = members.findIndex((_, i) => still.counts[i] === samples.at(-1)!.counts[i]);
-      if (idle < 0 || samples.length < 6) continue;
-      // The end is the last sample at which the idle member still moved.
-      let last = samples.length - 1;
-      while (last > 1 && samples[last]!.counts[idle] === samples[last - 1]!.counts[idle]) last--;
-      const end = samples[last]!;
-      const sum = (counts: number[]) => counts.reduce((a, b) => a + b, 0);
-      const records = sum(end.counts) - sum(from.counts);
-      if (records <= 0 || end.at - from.at < 1000) throw new Error(`scaleout bench: a measurement window of ${Math.round(end.at - from.at)} ms and ${records} records is too short; raise BENCH_SCALEOUT_RECORDS`);
-      return records / ((end.at - from.at) / 1000);
+      end = sample();
     }
+    return {
+      recordsPerS: RECORDS / ((end.at - from.at) / 1000),
+      membersCpuUs: ((end.membersCpu - from.membersCpu) * 1000) / RECORDS,
+      serverCpuUs: ((end.serverCpu - from.serverCpu) * 1000) / RECORDS,
+    };
   } finally {
     await group.close();
   }
@@ -212,15 +251,21 @@ async function processesRatio(): Promise<Result[]> {
   const one = await throughput(1);
   const two = await throughput(2);
   return [
-    { name: 'scaleout/1-process-records-per-s', value: one, unit: 'records/s' },
-    { name: 'scaleout/2-processes-records-per-s', value: two, unit: 'records/s' },
-    { name: 'scaleout/2-vs-1-processes', value: two / one, unit: 'ratio', bar: { op: '>=', value: 1.5 } },
+    { name: 'scaleout/1-process-records-per-s', value: one.recordsPerS, unit: 'records/s' },
+    { name: 'scaleout/2-processes-records-per-s', value: two.recordsPerS, unit: 'records/s' },
+    { name: 'scaleout/2-vs-1-processes', value: two.recordsPerS / one.recordsPerS, unit: 'ratio', bar: { op: '>=', value: 1.5 } },
+    // Where the 2 cores go: the members' CPU and nats-server's, per record (one record per message).
+    { name: 'scaleout/1-process-member-cpu-us-per-record', value: one.membersCpuUs, unit: 'µs' },
+    { name: 'scaleout/1-process-nats-server-cpu-us-per-record', value: one.serverCpuUs, unit: 'µs' },
+    { name: 'scaleout/2-processes-members-cpu-us-per-record', value: two.membersCpuUs, unit: 'µs' },
+    { name: 'scaleout/2-processes-nats-server-cpu-us-per-record', value: two.serverCpuUs, unit: 'µs' },
   ];
 }
 
 async function takeover(): Promise<Result[]> {
   const group = await benchGroup(TAKEOVER_LEASE);
   try {
+    await group.flow();
     const names = ['m-a', 'm-b'];
     const [victim, survivor] = names.map((name) => group.start(name)) as [Member, Member];
     await Promise.all([victim, survivor].map((member) => member.waitFor((line) => line === 'joined')));
