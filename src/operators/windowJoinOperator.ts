@@ -28,10 +28,6 @@ interface WindowOfKey {
   rights: unknown[] | null;
   /** The window state holds records of this key and window too (written by a snapshot, or restored). */
   inState: boolean;
-  /** When the key had its first record in the window (or was restored there): keys fire in this order. */
-  readonly order: number;
-  /** Listed among the window's keys to fire (see `due`). */
-  due: boolean;
 }
 
 const VOID = '';
@@ -90,11 +86,6 @@ export function windowJoinOperator<A, B, R>(
       // The keys with records in each open window, by the window's end; the ends ascending (few: the windows open
       // at once).
       const open = new Map<number, Map<Key, WindowOfKey>>();
-      // The keys of each open window that its end has to fire: those with records on both sides, or in the state
-      // (a firing clears it). Most keys have records on one side only, which make no pairs: going through all the
-      // keys of a window to find the few others was most of what a watermark ending a window cost.
-      const due = new Map<number, WindowOfKey[]>();
-      let arrivals = 0;
       const ends: number[] = [];
       // Firing runs outside any record, as timers do: a throw fails the task.
       const guard = new UserFunctionGuard(fail);
@@ -118,13 +109,6 @@ export function windowJoinOperator<A, B, R>(
         return keys;
       }
 
-      function markDue(end: number, of: WindowOfKey): void {
-        of.due = true;
-        const list = due.get(end);
-        if (list === undefined) due.set(end, [of]);
-        else list.push(of);
-      }
-
       // The window's own timers (at its last instant) restored become windows in memory; any other timer of a window
       // (a cleanup timer of a job with an allowed lateness) stays a timer and drops the window's state when due.
       const restored: [number, string, Key][] = [];
@@ -132,11 +116,7 @@ export function windowJoinOperator<A, B, R>(
         const window = windowOfId(namespace);
         if (time !== window.maxTimestamp) return;
         const keys = keysEndingAt(window.end);
-        if (!keys.has(key)) {
-          const of: WindowOfKey = { key, lefts: null, rights: null, inState: true, order: arrivals++, due: false };
-          keys.set(key, of);
-          markDue(window.end, of);
-        }
+        if (!keys.has(key)) keys.set(key, { key, lefts: null, rights: null, inState: true });
         restored.push([time, namespace, key]);
       });
       for (const [time, namespace, key] of restored) timers.deleteEventTimeTimer(key, namespace, time);
@@ -173,16 +153,11 @@ export function windowJoinOperator<A, B, R>(
       /** Fires and forgets every window ending at the earliest end. */
       function fireEarliest(): void {
         const end = ends.shift()!;
-        const keys = due.get(end);
+        const keys = open.get(end)!;
         open.delete(end);
-        due.delete(end);
         recentEnd = Number.NaN;
-        if (keys === undefined) return;
-        // In the order the keys first had a record in the window (as their timers would fire), not the order they
-        // became due.
-        keys.sort((a, b) => a.order - b.order);
         const window = windows.at(end - size);
-        for (const of of keys) fire(window, of);
+        for (const of of keys.values()) fire(window, of);
       }
 
       /** Writes what the open windows hold in memory to the window state (a snapshot reads only the state). */
@@ -198,7 +173,6 @@ export function windowJoinOperator<A, B, R>(
             of.lefts = null;
             of.rights = null;
             of.inState = true;
-            if (!of.due) markDue(end, of);
           }
         }
         backend.setCurrentNamespace(VOID);
@@ -229,18 +203,12 @@ export function windowJoinOperator<A, B, R>(
             const of = keys.get(key);
             if (of === undefined) {
               // Lists made with their first record: exactly one slot, where a push onto an empty list allocates 17.
-              const order = arrivals++;
-              keys.set(key, side === 0 ? { key, lefts: [carried], rights: null, inState: false, order, due: false } : { key, lefts: null, rights: [carried], inState: false, order, due: false });
+              keys.set(key, side === 0 ? { key, lefts: [carried], rights: null, inState: false } : { key, lefts: null, rights: [carried], inState: false });
             } else if (side === 0) {
-              if (of.lefts === null) {
-                of.lefts = [carried];
-                // Its first record on this side: with one on the other (or in the state), the key now pairs.
-                if (!of.due) markDue(end, of);
-              } else of.lefts.push(carried);
-            } else if (of.rights === null) {
-              of.rights = [carried];
-              if (!of.due) markDue(end, of);
-            } else of.rights.push(carried);
+              if (of.lefts === null) of.lefts = [carried];
+              else of.lefts.push(carried);
+            } else if (of.rights === null) of.rights = [carried];
+            else of.rights.push(carried);
           }
         },
         ...timerHandlers(timers),
