@@ -30,6 +30,9 @@ export interface KeyedOperatorOptions {
  */
 const pendingWrites = new WeakMap<KeyedStateBackend, () => void>();
 
+/** What an instance's onWatermark forwards to: the operator forwards once, after every instance (no closure each). */
+const ignore = () => undefined;
+
 /**
  * Moves into `backend`'s state what the operator instance using it keeps in memory (a window's records combined
  * before they reach the state), so that a read of the state from outside the operator sees every record.
@@ -153,7 +156,7 @@ export function keyedOperate<T, R>(
         },
         onBarrier: snapshot,
         onWatermark(watermark, forward) {
-          for (const { handler } of instances) handler.onWatermark?.(watermark, () => undefined);
+          for (const { handler } of instances) handler.onWatermark?.(watermark, ignore);
           forward();
         },
         onSideOutput: (element) => instances.forEach(({ handler }) => handler.onSideOutput?.(element)),

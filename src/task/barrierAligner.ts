@@ -68,11 +68,16 @@ export class BarrierAligner {
 
   /** One element from `input`; `timestamp` is the event timestamp that rode with a record. */
   push(input: number, element: unknown, timestamp: number | undefined): void {
+    // Watermarks first: the control element that comes most often by far (Nexmark Q8 has one every ~20 records).
+    if (element instanceof Watermark) {
+      if (this.isBlocked(input)) this.held.push([input, element, timestamp]);
+      else this.valve.watermark(input, element.timestamp);
+      return;
+    }
     if (!(element instanceof ControlElement)) return this.pushRecord(input, element, timestamp);
     if (element instanceof CheckpointBarrier) this.onBarrier(input, element);
     else if (element instanceof CancelCheckpointMarker) this.onCancel(element.id);
     else if (this.isBlocked(input)) this.held.push([input, element, timestamp]);
-    else if (element instanceof Watermark) this.valve.watermark(input, element.timestamp);
     else if (element instanceof WatermarkStatus) this.valve.status(input, element.idle);
     // Side-output records of an upstream operator are not read by multi-input operators.
     else if (!(element instanceof SideOutputElement)) return;

@@ -12,10 +12,17 @@ export function fanOut<T>(input: Observable<T>): DirectObservable<T> {
   // Replaced, never changed in place, so that a consumer leaving while an element is handed out does not shift
   // the loop (the same copy RxJS's Subject takes).
   let observers: readonly DirectObserver<T>[] = [];
+  // Each consumer's input for records (its `nextRecord`, else its `next`), listed with `observers`: the loop then
+  // makes one call per consumer and record, without looking up which input to call.
+  let records: readonly ((value: T) => void)[] = [];
+  const setObservers = (next: readonly DirectObserver<T>[]) => {
+    observers = next;
+    records = next.map((observer) => observer.nextRecord ?? ((value: T) => observer.next(value)));
+  };
   let stop: (() => void) | undefined;
   const reset = () => {
     const ended = observers;
-    observers = [];
+    setObservers([]);
     stop = undefined;
     return ended;
   };
@@ -32,12 +39,8 @@ export function fanOut<T>(input: Observable<T>): DirectObservable<T> {
       // A record stays one for every consumer: those that take records as such skip their check.
       nextRecord(value) {
         if (ended) return;
-        const current = observers;
-        for (let i = 0; i < current.length; i++) {
-          const observer = current[i]!;
-          if (observer.nextRecord !== undefined) observer.nextRecord(value);
-          else observer.next(value);
-        }
+        const current = records;
+        for (let i = 0; i < current.length; i++) current[i]!(value);
       },
       error(error) {
         ended = true;
@@ -56,11 +59,11 @@ export function fanOut<T>(input: Observable<T>): DirectObservable<T> {
     };
   };
   return new DirectObservable<T>((observer) => {
-    observers = [...observers, observer];
+    setObservers([...observers, observer]);
     if (observers.length === 1) stop = connect();
     return () => {
       if (!observers.includes(observer)) return;
-      observers = observers.filter((other) => other !== observer);
+      setObservers(observers.filter((other) => other !== observer));
       if (observers.length > 0) return;
       const release = stop;
       stop = undefined;

@@ -1,7 +1,8 @@
 // A flow read by several operators (a fan-out) hands each element to every consumer, in the order they were
 // declared, and a failure in one branch stops every branch at that record: the same contract RxJS's share() gave.
+import { map as rxMap, take } from 'rxjs';
 import { describe, expect, it } from 'vitest';
-import { UserFunctionError, assignTimestamps, collect, connect, coProcess, createJob, filter, forEach, fromArray, keyBy, map, union } from 'weir';
+import { UserFunctionError, assignTimestamps, collect, connect, coProcess, createJob, filter, forEach, fromArray, keyBy, map, uncheckpointed, union } from 'weir';
 
 describe('a fan-out', () => {
   it('gives every branch each record once, branch by branch in declaration order, records in order', async () => {
@@ -50,6 +51,21 @@ describe('a fan-out', () => {
     expect(evens.values).toEqual([2, 4, 6]);
     expect(all.values).toEqual([1, 2, 3, 4, 5, 6]);
     expect(result.checkpoints.map((c) => c.final)).toEqual([true]);
+  });
+
+  it('hands records to branches that begin with RxJS operators, and goes on with the others after one of them ends', async () => {
+    const job = createJob({ name: 'fan-out-rxjs' });
+    const firstTwo = collect<number>();
+    const doubled = collect<number>();
+    const all = collect<number>();
+    const numbers = job.source(fromArray([1, 2, 3, 4, 5]), { uid: 'in' }).pipe(map((n: number) => n));
+    numbers.pipe(uncheckpointed(take(2)), firstTwo.sink({ uid: 'first-two' }));
+    numbers.pipe(rxMap((n: number) => n * 2), doubled.sink({ uid: 'doubled' }));
+    numbers.pipe(all.sink({ uid: 'all' }));
+    await job.start().done;
+    expect(firstTwo.values).toEqual([1, 2]);
+    expect(doubled.values).toEqual([2, 4, 6, 8, 10]);
+    expect(all.values).toEqual([1, 2, 3, 4, 5]);
   });
 
   it('feeds both inputs of a keyed two-input operator from one source', async () => {
