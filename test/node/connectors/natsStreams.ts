@@ -18,9 +18,12 @@ export interface NatsStreams {
   removeAll(): Promise<void>;
 }
 
-/** `servers`: the loopback server by default, or a test's private one. */
+/**
+ * `servers`: the loopback server by default, or a test's private one; the connection reconnects for as long as it
+ * takes, so that a test whose private server is killed and started again (on a loaded machine, slowly) keeps it.
+ */
 export async function natsStreams(servers = NATS): Promise<NatsStreams> {
-  const connection = await connect({ servers });
+  const connection = await connect({ servers, maxReconnectAttempts: -1, reconnectTimeWait: 250 });
   const jsm = await jetstreamManager(connection);
   const js = jetstream(connection);
   const created: string[] = [];

@@ -113,9 +113,17 @@ describe.skipIf(!up)('runScaleOut: one task per owned key group, in member proce
   };
   /** How many messages the output stream holds. */
   const published = async () => (await streams.jsm.streams.info(output)).state.messages;
+  /** Waits until the members published `count` counts; fails after 4 minutes with what each member printed last. */
   const waitForOutput = async (count: number) => {
-    while ((await published()) < count) await new Promise((resolve) => setTimeout(resolve, 200));
+    const deadline = Date.now() + 240_000;
+    while ((await published()) < count) {
+      if (Date.now() > deadline) throw new Error(`${await published()} of ${count} counts published after 4 minutes; ${membersSay()}`);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
   };
+  /** The last lines each supervised member printed, for a failure's message. */
+  const membersSay = () =>
+    [...supervision.members].map(([name, child]) => `${name}: ${child.lines.slice(-4).join(' | ')}`).join('; ') + `; ${supervision.unplanned} unplanned restarts`;
   /**
    * What one process running the same job publishes for `records` records: every user's counts 1…c, each once, in
    * order per user (a user's records are one partition's, read in order).
@@ -322,9 +330,15 @@ describe.skipIf(!up)('runScaleOut: one task per owned key group, in member proce
     // renew for a whole lease was fenced and is started again, restoring from the commits.
     await server.kill();
     server.start();
-    for (;;) {
+    // Back on its store; a server that could not start (its port taken meanwhile, say) is started again.
+    for (let attempt = 1; ; attempt++) {
       const answered = await streams.jsm.streams.info(input).then(() => true, () => false);
       if (answered) break;
+      if (attempt % 100 === 0) {
+        if (attempt >= 500) throw new Error(`the private nats-server did not answer for 100 s after it was started again; ${membersSay()}`);
+        await server.kill();
+        server.start();
+      }
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
     await produce(600, 1200);
