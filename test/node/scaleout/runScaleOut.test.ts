@@ -113,11 +113,11 @@ describe.skipIf(!up)('runScaleOut: one task per owned key group, in member proce
   };
   /** How many messages the output stream holds. */
   const published = async () => (await streams.jsm.streams.info(output)).state.messages;
-  /** Waits until the members published `count` counts; fails after 4 minutes with what each member printed last. */
+  /** Waits until the members published `count` counts; fails after 100 s with what each member printed last. */
   const waitForOutput = async (count: number) => {
-    const deadline = Date.now() + 240_000;
+    const deadline = Date.now() + 100_000;
     while ((await published()) < count) {
-      if (Date.now() > deadline) throw new Error(`${await published()} of ${count} counts published after 4 minutes; ${membersSay()}`);
+      if (Date.now() > deadline) throw new Error(`${await published()} of ${count} counts published after 100 s; ${membersSay()}`);
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
   };
@@ -161,7 +161,19 @@ describe.skipIf(!up)('runScaleOut: one task per owned key group, in member proce
     supervision.finishing = true;
     const all = [...supervision.members.values()];
     for (const child of all) child.process.kill('SIGTERM');
-    return Promise.all(all.map((child) => child.exited));
+    // A member that does not leave within 90 s of its SIGTERM is a failure: say which, and what it printed last.
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        const staying = all.filter((child) => child.process.exitCode === null && child.process.signalCode === null);
+        reject(new Error(`${staying.map((child) => `${child.name}: ${child.lines.slice(-4).join(' | ')}`).join('; ')} did not leave within 90 s of SIGTERM`));
+      }, 90_000);
+    });
+    try {
+      return await Promise.race([Promise.all(all.map((child) => child.exited)), late]);
+    } finally {
+      clearTimeout(timer);
+    }
   };
   const sorted = (map: Map<string, number[]>) => [...map.entries()].sort(([a], [b]) => a.localeCompare(b));
 
@@ -335,7 +347,7 @@ describe.skipIf(!up)('runScaleOut: one task per owned key group, in member proce
       const answered = await streams.jsm.streams.info(input).then(() => true, () => false);
       if (answered) break;
       if (attempt % 100 === 0) {
-        if (attempt >= 500) throw new Error(`the private nats-server did not answer for 100 s after it was started again; ${membersSay()}`);
+        if (attempt >= 300) throw new Error(`the private nats-server did not answer for 60 s after it was started again; ${membersSay()}`);
         await server.kill();
         server.start();
       }
