@@ -34,3 +34,14 @@ export function childLines(child: ChildProcess): ChildLines {
     },
   };
 }
+
+/** Kills every child of `children` still running (a paused one too: SIGCONT, then SIGKILL), empties the list, and waits for their exits. */
+export async function killChildren(children: { readonly process: ChildProcess; readonly exited: Promise<unknown> }[]): Promise<void> {
+  for (const child of children.splice(0)) {
+    if (child.process.exitCode === null && child.process.signalCode === null) {
+      child.process.kill('SIGCONT');
+      child.process.kill('SIGKILL');
+    }
+    await child.exited;
+  }
+}

@@ -4,7 +4,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createJob, fold, forEach, JobDefinitionError, keyGroupOf, PartitionMismatchError } from 'weir';
 import { keyGroupPartitions, natsObjectCheckpointStorage, natsSource, runScaleOut, type ScaleOutTask } from 'weir/node';
 import { bundleFixture, ROOT, type BundledFixture } from '../../support/childJob';
-import { childLines } from '../../support/childLines';
+import { childLines, killChildren } from '../../support/childLines';
 import { serverUp } from '../../support/servers';
 import { random } from '../../support/random';
 import { NATS, natsStreams, type NatsStreams } from '../connectors/natsStreams';
@@ -46,13 +46,7 @@ describe.skipIf(!up)('runScaleOut: one task per owned key group, in member proce
     fixture = await bundleFixture(`${ROOT}/test/node/scaleout/fixtures/scaleOutRunner.ts`);
   }, 60_000);
   afterEach(async () => {
-    for (const child of children.splice(0)) {
-      if (child.process.exitCode === null && child.process.signalCode === null) {
-        child.process.kill('SIGCONT');
-        child.process.kill('SIGKILL');
-      }
-      await child.exited;
-    }
+    await killChildren(children);
     if (!streamsOpen) return;
     streamsOpen = false;
     for (const name of [`KV_${group}-leases`, `KV_${group}-commits`, `OBJ_${bucket}`]) await streams.jsm.streams.delete(name).catch(() => undefined);

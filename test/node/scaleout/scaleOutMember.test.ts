@@ -6,7 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { JobDefinitionError, OwnershipLostError } from 'weir';
 import { assignedKeyGroups, joinScaleOut, rendezvousOwner } from 'weir/node';
 import { bundleFixture, ROOT, type BundledFixture } from '../../support/childJob';
-import { childLines } from '../../support/childLines';
+import { childLines, killChildren } from '../../support/childLines';
 import { serverUp } from '../../support/servers';
 import { NATS } from '../connectors/natsStreams';
 import { NATS_SERVER_BINARY, privateNatsServer, type PrivateNatsServer } from '../../support/privateNatsServer';
@@ -55,13 +55,7 @@ describe.skipIf(!up)('scale-out members on JetStream KV, in processes of their o
     fixture = await bundleFixture(`${ROOT}/test/node/scaleout/fixtures/scaleOutMember.ts`);
   }, 60_000);
   afterEach(async () => {
-    for (const child of children.splice(0)) {
-      if (child.process.exitCode === null && child.process.signalCode === null) {
-        child.process.kill('SIGCONT');
-        child.process.kill('SIGKILL');
-      }
-      await child.exited;
-    }
+    await killChildren(children);
     const nc = await connect({ servers: NATS });
     const jsm = await jetstreamManager(nc);
     for (const bucket of [`${group}-leases`, `${group}-commits`]) await jsm.streams.delete(`KV_${bucket}`).catch(() => undefined);
