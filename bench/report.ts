@@ -1,4 +1,4 @@
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 
 /** One figure: what `bench/results.json` holds. Ratios have unit `ratio`. */
 export interface Result {
@@ -38,8 +38,31 @@ export function printTable(results: readonly Result[]): void {
   for (const row of rows) console.log(line(row));
 }
 
-/** Writes `[{ name, value, unit }]` to `path`. */
+interface Written {
+  readonly name: string;
+  readonly value: number;
+  readonly unit: string;
+  readonly measuredAt?: string;
+}
+
+/**
+ * Writes `[{ name, value, unit, measuredAt }]` to `path`, keeping the figures of groups not run this time: running one
+ * group (`npm run bench -- nexmark`) used to wipe every other group's figures from the file.
+ */
 export async function writeResults(path: string, results: readonly Result[]): Promise<void> {
-  const plain = results.map(({ name, value, unit }) => ({ name, value, unit }));
-  await writeFile(path, `${JSON.stringify(plain, null, 2)}\n`);
+  const measuredAt = new Date().toISOString();
+  const byName = new Map<string, Written>();
+  for (const kept of await readWritten(path)) byName.set(kept.name, kept);
+  for (const { name, value, unit } of results) byName.set(name, { name, value, unit, measuredAt });
+  await writeFile(path, `${JSON.stringify([...byName.values()], null, 2)}\n`);
+}
+
+/** The figures already in `path`; none when it is missing or not a results file (it is ours to overwrite then). */
+async function readWritten(path: string): Promise<Written[]> {
+  try {
+    const parsed: unknown = JSON.parse(await readFile(path, 'utf8'));
+    return Array.isArray(parsed) ? parsed.filter((entry): entry is Written => typeof entry?.name === 'string') : [];
+  } catch {
+    return [];
+  }
 }
