@@ -30,7 +30,7 @@ function browserProject(): TestProjectInlineConfiguration[] {
       {
         extends: true,
         // Pre-bundled up front, so the first run does not discover them mid-test and reload the page.
-        optimizeDeps: { include: ['rxjs', 'rxjs/operators', 'superjson', 'crc-32', 'idb-keyval'] },
+        optimizeDeps: { include: ['rxjs', 'rxjs/operators', 'superjson', 'crc-32', 'idb-keyval', '@opentelemetry/api'] },
         test: {
           name: 'browser',
           include: browserTests,

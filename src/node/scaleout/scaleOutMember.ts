@@ -1,13 +1,9 @@
 import { ConnectorError, JobDefinitionError, OwnershipLostError } from '../../core/errors.js';
 import { DEFAULT_MAX_PARALLELISM } from '../../core/keyGroups.js';
 import type { Json } from '../../core/types.js';
-import { lazyPackage } from '../connectors/lazyPackage.js';
-import { lazyNatsConnection, type NatsConnectOptions } from '../connectors/nats/natsConnection.js';
+import { lazyNatsConnection, natsKv, type NatsConnectOptions } from '../connectors/nats/natsConnection.js';
 import { isRevisionConflict, tryCreate } from './kvFencing.js';
 import { assignedKeyGroups } from './rendezvousAssignment.js';
-
-/** The NATS KV client, imported when a member first joins (see lazyPackage). */
-const natsKv = lazyPackage(() => import('@nats-io/kv'));
 
 export interface ScaleOutMemberOptions {
   /** The NATS servers, e.g. `'127.0.0.1:4222'`. */

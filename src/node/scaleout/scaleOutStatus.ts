@@ -1,11 +1,11 @@
-import { Kvm, type KV, type KvEntry } from '@nats-io/kv';
+import type { KV, KvEntry } from '@nats-io/kv';
 import { ConnectorError, JobDefinitionError } from '../../core/errors.js';
 import type { CheckpointStorage } from '../../core/types.js';
 import { checkMetadata } from '../../checkpoint/loadCheckpoint.js';
 import { decodeFile } from '../../storage/fileFormat.js';
 import { METADATA_FILE } from '../../storage/layout.js';
 import { readStored } from '../../storage/readStored.js';
-import { lazyNatsConnection, type LazyNatsConnection, type NatsConnectOptions } from '../connectors/nats/natsConnection.js';
+import { lazyNatsConnection, natsKv, type LazyNatsConnection, type NatsConnectOptions } from '../connectors/nats/natsConnection.js';
 
 export interface ScaleOutStatusOptions {
   /** The NATS servers the group's members use. */
@@ -140,6 +140,7 @@ export async function openGroup(connection: LazyNatsConnection, group: string): 
   const { connection: nc } = await connection.get().catch((cause: unknown) => {
     throw new ConnectorError(`scale-out group '${group}': cannot connect to NATS: ${String(cause)}`, { cause });
   });
+  const { Kvm } = await natsKv.load();
   const kvm = new Kvm(nc);
   try {
     const leases = await kvm.open(`${group}-leases`);

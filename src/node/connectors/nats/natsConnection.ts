@@ -5,6 +5,8 @@ import { lazyPackage } from '../lazyPackage.js';
 /** The NATS client and its JetStream API, imported when a NATS connector first connects (see lazyPackage). */
 export const natsTransport = lazyPackage(() => import('@nats-io/transport-node'));
 export const natsJetStream = lazyPackage(() => import('@nats-io/jetstream'));
+/** NATS KV, imported when a scale-out member joins or its group's status is read (see lazyPackage). */
+export const natsKv = lazyPackage(() => import('@nats-io/kv'));
 
 /** How a NATS connector reaches its server: the client's own connection options (servers, user, pass, token, tls…). */
 export type NatsConnectOptions = NodeConnectionOptions;
