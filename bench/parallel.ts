@@ -11,7 +11,9 @@ import type { Result } from './report';
  * `parallel`: a job on 2 worker threads against the same job on 1 (`startJob`, issue 19). Each side is one run of
  * bench/parallelJob.ts over the same records, spawn and final checkpoint included. The engine and the job module
  * run built to JavaScript (bench/parallelBuild.ts, built before the runs), as users run weir's dist, in workers
- * started without the bench's TypeScript loader (`execArgv: []`). `WEIR_BENCH_PARALLEL_RECORDS` shrinks the runs (a
+ * started without the bench's TypeScript loader (`execArgv: []`). The 2-vs-1 rows make their records with
+ * `fromGenerator`, so that each worker makes only its own splits' records, as a load generator would (Flink's
+ * `DataGeneratorSource`); the `-array` row reads an array every worker builds whole, as earlier sessions measured. `WEIR_BENCH_PARALLEL_RECORDS` shrinks the runs (a
  * smoke run).
  */
 const RECORDS = Number(process.env.WEIR_BENCH_PARALLEL_RECORDS ?? 2_000_000);
@@ -32,8 +34,8 @@ async function run(workers: number, data: ParallelSettings['records'], work: num
   return perSecond(data.count, ms);
 }
 
-async function twoVsOne(name: string, layout: 'owned' | 'shuffled', work: number, bar: number | undefined): Promise<Result> {
-  const data = { count: RECORDS, keys: 10_000, layout };
+async function twoVsOne(name: string, layout: 'owned' | 'shuffled', work: number, bar: number | undefined, input: 'array' | 'generator' = 'generator'): Promise<Result> {
+  const data = { count: RECORDS, keys: 10_000, layout, input };
   const best = await sideBySide({ one: () => run(1, data, work), two: () => run(2, data, work) }, { rounds: 2, best: 'max' });
   return { name, value: best.two / best.one, unit: 'ratio', ...(bar !== undefined ? { bar: { op: '>=' as const, value: bar } } : {}) };
 }
@@ -51,11 +53,14 @@ export async function parallel(): Promise<Result[]> {
 async function measure(): Promise<Result[]> {
   const results = [
     await twoVsOne('parallel/owned-splits-2-vs-1-workers', 'owned', 1500, 1.8),
+    // The same job reading a 2M-record array that every worker builds whole at import (the figure of earlier sessions).
+    await twoVsOne('parallel/owned-splits-array-2-vs-1-workers', 'owned', 1500, undefined, 'array'),
     await twoVsOne('parallel/shuffle-2-vs-1-workers', 'shuffled', 1500, 1.5),
     await twoVsOne('parallel/cheap-shuffle-2-vs-1-workers', 'shuffled', 0, undefined),
   ];
   const keys = process.env.WEIR_BENCH_PARALLEL_RECORDS === undefined ? 1_000_000 : RECORDS;
-  const million = { count: Math.max(RECORDS, keys), keys, layout: 'shuffled' as const };
+  // Checkpoints are what this row measures: its input stays the array of earlier sessions, so that it compares.
+  const million = { count: Math.max(RECORDS, keys), keys, layout: 'shuffled' as const, input: 'array' as const };
   const best = await sideBySide({ off: () => run(2, million, 0), on: () => run(2, million, 0, 2_000) }, { rounds: 2, best: 'max' });
   results.push({ name: 'parallel/checkpointing-on-vs-off-1M-2-workers', value: best.on / best.off, unit: 'ratio', bar: { op: '>=', value: 0.85 } });
   return results;

@@ -25,6 +25,7 @@ export type { ProcessFunction, ProcessContext, Output, ProcessOptions } from './
 
 export { fromArray } from './sources/fromArray.js';
 export { fromIterable } from './sources/fromIterable.js';
+export { fromGenerator } from './sources/fromGenerator.js';
 export { fromArrays } from './sources/fromArrays.js';
 export { fromSplits } from './sources/fromSplits.js';
 export { fromAsyncIterable } from './sources/fromAsyncIterable.js';

@@ -9,6 +9,7 @@ import {
   createJob,
   fromArray,
   fromArrays,
+  fromGenerator,
   fromIterable,
   fromObservable,
   fromSplits,
@@ -102,6 +103,7 @@ describe('sources with splits', () => {
   describe.each([
     ['fromArray', () => fromArray(records, { splits: 5 })],
     ['fromIterable', () => fromIterable(new Set(records), { splits: 5 })],
+    ['fromGenerator', () => fromGenerator(records.length, (i) => records[i]!, { splits: 5 })],
   ])('%s with splits', (_, source) => {
     it.each([1, 2, 3])('gives the same sums at parallelism %i', async (parallelism) => {
       const { job, out } = sumJob(source(), parallelism, { checkpoints: { storage: memoryCheckpointStorage() } });
@@ -114,6 +116,19 @@ describe('sources with splits', () => {
       expect(before).not.toEqual(expected);
       expect(after).toEqual(expected);
     });
+  });
+
+  it('fromGenerator without splits restores by index: no record lost or doubled', async () => {
+    const generated = () => fromGenerator(records.length, (i) => ({ key: `k${i % 7}`, n: i }));
+    const { before, after } = await crashAndRestore(generated(), 1, generated(), 1);
+    expect(before).not.toEqual(expected);
+    expect(after).toEqual(expected);
+  });
+
+  it('fromGenerator refuses a count that is not a record count, and a restored offset past its count', async () => {
+    expect(() => fromGenerator(-1, (i) => i)).toThrow(JobDefinitionError);
+    expect(() => fromGenerator(1.5, (i) => i)).toThrow('count must be an integer ≥ 0, got 1.5');
+    await expect(async () => fromGenerator(3, (i) => i).open({ uid: 'in', restoredOffset: 4 })).rejects.toThrow(CheckpointCorruptedError);
   });
 
   it('restarts every subtask from the latest checkpoint through the restart strategy: no record lost or doubled', async () => {
