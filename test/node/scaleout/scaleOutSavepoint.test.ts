@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { CheckpointNotFoundError, GroupSavepointError } from 'weir';
-import { joinScaleOut, keyGroupPartitions, natsObjectCheckpointStorage, runScaleOut, scaleOutSavepoint, type NatsObjectCheckpointStorage } from 'weir/node';
+import { joinScaleOut, keyGroupPartitions, natsObjectCheckpointStorage, purgeConsumed, runScaleOut, scaleOutSavepoint, scaleOutStatus, type NatsObjectCheckpointStorage } from 'weir/node';
 import { bundleFixture, ROOT, type BundledFixture } from '../../support/childJob';
 import { childLines, killChildren } from '../../support/childLines';
 import { serverUp } from '../../support/servers';
@@ -22,7 +22,7 @@ interface Child {
   readonly exited: Promise<number | null>;
 }
 
-describe.skipIf(!up)('scaleOutSavepoint: a group savepoint, and groups started from it', () => {
+describe.skipIf(!up)('scale-out savepoints and retention: a group savepoint, groups started from it, old checkpoints and consumed input dropped', () => {
   let fixture: BundledFixture;
   let streams: NatsStreams | undefined;
   let storage: NatsObjectCheckpointStorage | undefined;
@@ -199,5 +199,48 @@ describe.skipIf(!up)('scaleOutSavepoint: a group savepoint, and groups started f
     await expect(runner.done).rejects.toThrow(CheckpointNotFoundError);
     await expect(runner.done).rejects.toThrow(`'${target}' is not a complete group savepoint`);
     await expect(scaleOutSavepoint({ servers: NATS, group, storage: storage!, target: '' })).rejects.toThrow(/target must be a directory/);
+  });
+
+  it('keeps one checkpoint per key group and drops a former owner\'s; purges the input its commits consumed, and restores after', { timeout: 300_000 }, async () => {
+    const nats = await setUp('retain');
+    const group = newGroup('retain');
+    const output = await nats.create('wsout');
+    await produce(0, 600);
+    const a = start(group, 'm-a', output);
+    await waitForOutput(output, 600, [a]);
+    expect(await leave([a])).toEqual([0]);
+    // Another member takes every key group over, restores from what a committed, commits its own and drops a's.
+    const b = start(group, 'm-b', output);
+    for (let kg = 0; kg < GROUPS; kg++) await b.waitFor((line) => line.startsWith(`start ${kg} `));
+    const tokenOf = (kg: number) => b.lines.find((line) => line.startsWith(`start ${kg} `))!.split(' ')[2];
+    // a's directories go once b committed a checkpoint of its own, in the background: wait for that (100 s at most).
+    const deadline = Date.now() + 100_000;
+    // Each look lists the whole bucket: once a second, not to load the server the member renews its leases on.
+    for (let kg = 0; kg < GROUPS; kg++) {
+      while ((await storage!.list(`${group}/kg-${kg}`)).join() !== `t${tokenOf(kg)}`) {
+        if (Date.now() > deadline) throw new Error(`key group ${kg} still holds ${(await storage!.list(`${group}/kg-${kg}`)).join(', ')}; b: ${b.lines.slice(-4).join(' | ')}`);
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+      }
+    }
+    expect(await leave([b]), b.lines.slice(-6).join(" | ")).toEqual([0]);
+    for (let kg = 0; kg < GROUPS; kg++) {
+      const token = tokenOf(kg);
+      expect(await storage!.list(`${group}/kg-${kg}`), `key group ${kg}`).toEqual([`t${token}`]);
+      // retain: 1 (the default): the committed checkpoint alone.
+      expect(await storage!.list(`${group}/kg-${kg}/t${token}/${group}-kg${kg}`), `key group ${kg}`).toHaveLength(1);
+    }
+    const status = await scaleOutStatus({ servers: NATS, group, storage: storage! });
+    expect(status.keyGroups.map((kg) => kg.checkpoint?.error ?? kg.checkpoint?.id)).toEqual(Array.from({ length: GROUPS }, () => expect.any(Number)));
+
+    // What the commits consumed is purged; what they did not read yet stays.
+    await produce(600, 700);
+    const purged = await purgeConsumed({ servers: NATS, stream: input, group, source: 'clicks', storage: storage! });
+    expect(purged.map((subject) => subject.subject).sort()).toEqual(keyGroupPartitions({ prefix: input, topic: 'in', maxParallelism: GROUPS }).subjects(Array.from({ length: GROUPS }, (_, kg) => kg)).sort());
+    expect(purged.reduce((sum, subject) => sum + subject.purged, 0)).toBe(600);
+    expect((await nats.jsm.streams.info(input)).state.messages).toBe(100);
+    const c = start(group, 'm-c', output);
+    await waitForOutput(output, 700, [c]);
+    expect(await leave([c])).toEqual([0]);
+    expect(await outputPerUser(output)).toEqual(oneProcessRun(0, 700));
   });
 });
