@@ -110,10 +110,20 @@ describe.skipIf(!up)('scale-out savepoints and retention: a group savepoint, gro
     return sorted(got);
   };
   const sorted = (map: Map<string, number[]>) => [...map.entries()].sort(([a], [b]) => a.localeCompare(b));
-  /** SIGTERM to each member, and their exit codes. */
+  /**
+   * SIGTERM to each member; resolves with 0 per member that left cleanly, or its exit code and last lines. One that the loaded machine kept from
+   * renewing its leases in time while the others left is fenced (3) instead, its key groups taken after the lease:
+   * that counts as 0 when it says so, as in runScaleOut's tests; the output's checks still hold it to nothing lost.
+   */
   const leave = async (members: Child[]) => {
     for (const child of members) child.process.kill('SIGTERM');
-    return Promise.all(members.map((child) => child.exited));
+    return exits(members);
+  };
+  /** What `leave` resolves with, for members that leave on their own (stopped with a savepoint). */
+  const exits = async (members: Child[]) => {
+    const codes = await Promise.all(members.map((child) => child.exited));
+    const clean = (code: number | null, child: Child) => code === 0 || (code === 3 && child.lines.some((line) => /^fenced .*lost key group/.test(line)));
+    return codes.map((code, i) => (clean(code, members[i]!) ? 0 : `${code}: ${members[i]!.lines.slice(-5).join(' | ')}`));
   };
 
   it('stops a 2-member group with a savepoint, and groups of 1 and of 3 members go on from it: nothing lost, nothing doubled', { timeout: 300_000 }, async () => {
@@ -131,7 +141,7 @@ describe.skipIf(!up)('scale-out savepoints and retention: a group savepoint, gro
     });
     expect(Object.keys(savepoint.keyGroups).map(Number)).toEqual(Array.from({ length: GROUPS }, (_, kg) => kg));
     for (const [kg, path] of Object.entries(savepoint.keyGroups)) expect(path).toMatch(new RegExp(`^${target}/kg-${kg}/savepoint-${first}-kg${kg}-\\d+-[0-9a-f]+$`));
-    expect(await Promise.all(members.map((child) => child.exited))).toEqual([0, 0]);
+    expect(await exits(members)).toEqual([0, 0]);
     const savepointLines = members.flatMap((child) => child.lines.filter((line) => line.startsWith('savepoint ')));
     expect(savepointLines.map((line) => Number(line.split(' ')[1])).sort((a, b) => a - b)).toEqual(Array.from({ length: GROUPS }, (_, kg) => kg));
     // The group's output holds what the records before the stop make, each count once.
@@ -222,7 +232,7 @@ describe.skipIf(!up)('scale-out savepoints and retention: a group savepoint, gro
         await new Promise((resolve) => setTimeout(resolve, 1000));
       }
     }
-    expect(await leave([b]), b.lines.slice(-6).join(" | ")).toEqual([0]);
+    expect(await leave([b])).toEqual([0]);
     for (let kg = 0; kg < GROUPS; kg++) {
       const token = tokenOf(kg);
       expect(await storage!.list(`${group}/kg-${kg}`), `key group ${kg}`).toEqual([`t${token}`]);
