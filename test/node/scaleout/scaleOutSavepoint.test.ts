@@ -1,5 +1,6 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { promisify } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { CheckpointNotFoundError, GroupSavepointError } from 'weir';
 import { joinScaleOut, keyGroupPartitions, natsObjectCheckpointStorage, purgeConsumed, runScaleOut, scaleOutSavepoint, scaleOutStatus, type NatsObjectCheckpointStorage } from 'weir/node';
@@ -10,6 +11,7 @@ import { NATS, natsStreams, type NatsStreams } from '../connectors/natsStreams';
 
 const up = await serverUp('nats');
 
+const BIN = `${ROOT}/bin/weir.js`;
 const LEASE = 3000;
 const GROUPS = 8;
 const USERS = 40;
@@ -109,6 +111,16 @@ describe.skipIf(!up)('scale-out savepoints and retention: a group savepoint, gro
     }
     return sorted(got);
   };
+  /** The `weir` command: its exit code and what it printed. */
+  const weir = async (...args: string[]) => {
+    try {
+      const { stdout, stderr } = await promisify(execFile)(process.execPath, [BIN, ...args], { encoding: 'utf8' });
+      return { code: 0, stdout, stderr };
+    } catch (error) {
+      const failed = error as { code: number; stdout: string; stderr: string };
+      return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
+    }
+  };
   const sorted = (map: Map<string, number[]>) => [...map.entries()].sort(([a], [b]) => a.localeCompare(b));
   /**
    * SIGTERM to each member; resolves with 0 per member that left cleanly, or its exit code and last lines. One that the loaded machine kept from
@@ -177,7 +189,12 @@ describe.skipIf(!up)('scale-out savepoints and retention: a group savepoint, gro
     const member = start(first, 'm-a', output);
     await waitForOutput(output, 600, [member]);
     const target = `savepoints/${first}`;
-    await scaleOutSavepoint({ servers: NATS, group: first, storage: storage!, target, maxParallelism: GROUPS });
+    // `weir savepoint` is scaleOutSavepoint from the command line.
+    const taken = await weir('savepoint', '--nats', NATS, '--group', first, '--bucket', bucket, '--target', target, '--max-parallelism', String(GROUPS));
+    expect(taken, taken.stderr).toMatchObject({ code: 0 });
+    expect(taken.stdout).toBe(`savepoint of group ${first}: ${target} in bucket ${bucket}, ${GROUPS} key groups\nstart a group from it: runScaleOut(define, { …, fromSavepoint: '${target}' })\n`);
+    // The target holds one now: a second savepoint into it is refused.
+    await expect(scaleOutSavepoint({ servers: NATS, group: first, storage: storage!, target, maxParallelism: GROUPS })).rejects.toThrow(`'${target}' already holds a group savepoint`);
     // The group runs on: it counts records published after the savepoint.
     await produce(600, 900);
     await waitForOutput(output, 900, [member]);
@@ -209,6 +226,10 @@ describe.skipIf(!up)('scale-out savepoints and retention: a group savepoint, gro
     await expect(runner.done).rejects.toThrow(CheckpointNotFoundError);
     await expect(runner.done).rejects.toThrow(`'${target}' is not a complete group savepoint`);
     await expect(scaleOutSavepoint({ servers: NATS, group, storage: storage!, target: '' })).rejects.toThrow(/target must be a directory/);
+    const cli = await weir('savepoint', '--nats', NATS, '--group', group, '--bucket', bucket, '--target', target, '--max-parallelism', String(GROUPS), '--timeout', '1000');
+    expect(cli.code).toBe(1);
+    expect(cli.stderr).toMatch(/^weir savepoint: scaleOutSavepoint of group '[-\w]+' into '[-\w/]+' did not complete: no member answered for key groups 0, 1, 2, 3, 4, 5, 6, 7 within 1000 ms/);
+    expect((await weir('savepoint', '--nats', NATS, '--group', group)).code).toBe(2);
   });
 
   it('keeps one checkpoint per key group and drops a former owner\'s; purges the input its commits consumed, and restores after', { timeout: 300_000 }, async () => {
