@@ -170,6 +170,15 @@ export class OwnershipLostError extends WeirError {
 }
 
 /**
+ * A scale-out group's savepoint did not complete: key groups no member answered for in time (their owner died, or the
+ * group has no members), or whose task could not take its savepoint. The message names them; the savepoint's
+ * directory has no `_group-savepoint` manifest, so no group starts from it. Check the members and ask again.
+ */
+export class GroupSavepointError extends WeirError {
+  override name = 'GroupSavepointError';
+}
+
+/**
  * A scale-out task read a record whose key belongs to another key group than the partition it came from: its
  * producer placed it by another hash, so its state would land with the wrong owner. Publish each record to the
  * partition of its key's key group (`keyGroupPartitions(...).byKey`, or weir's `keyGroupOf` in a foreign producer).

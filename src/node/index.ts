@@ -37,6 +37,8 @@ export {
   type ScaleOutTaskEvent,
   type ScaleOutJobOptions,
 } from './scaleout/runScaleOut.js';
+export { purgeConsumed, type PurgeConsumedOptions, type PurgedSubject } from './scaleout/purgeConsumed.js';
+export { scaleOutSavepoint, type ScaleOutSavepoint, type ScaleOutSavepointOptions } from './scaleout/scaleOutSavepoint.js';
 export { scaleOutStatus, type ScaleOutStatus, type ScaleOutStatusOptions, type ScaleOutMemberStatus, type KeyGroupStatus } from './scaleout/scaleOutStatus.js';
 export { serveScaleOutQueries, type ServeScaleOutQueriesOptions } from './scaleout/serveScaleOutQueries.js';
 export { ScaleOutQueryClient, type ScaleOutQueryClientOptions } from './scaleout/scaleOutQueryClient.js';

@@ -117,7 +117,8 @@ export interface StartOptions {
   /**
    * `'latest'`: the newest complete checkpoint of this job, falling back past damaged ones (a fresh start when
    * there is none); the path of a `chk-<id>` directory (relative to the storage root, or absolute on disk); or a
-   * savepoint, `{ savepoint: path }`, in the checkpoint storage or in `storage`.
+   * savepoint, `{ savepoint: path }`, in the checkpoint storage or in `storage`; `job` names the job that took it
+   * when that job had another name (a savepoint is otherwise refused as another job's).
    */
   restore?: RestoreFrom;
   /** Restore even when saved state names operators this job no longer has; that state is dropped. */
@@ -240,7 +241,7 @@ export class Job {
   ): RunningJob {
     if (this.running) throw new JobDefinitionError(`job '${this.name}' was already started; create a new job to run it again`);
     checkOptions(`job '${this.name}': start`, options, START_OPTIONS);
-    if (typeof options.restore === 'object') checkOptions(`job '${this.name}': start restore`, options.restore, ['savepoint', 'storage']);
+    if (typeof options.restore === 'object') checkOptions(`job '${this.name}': start restore`, options.restore, ['savepoint', 'storage', 'job']);
     // A branch may end in a keyed operator whose state is read through queries; a job with neither that nor a sink
     // would compute nothing anyone can see.
     if (!this.graph.nodes.some((node) => node.sink || (node.stateful && !node.source))) {

@@ -6,7 +6,7 @@ import type { CheckpointStorage } from '../core/types.js';
 
 /** What a job restores from: `'latest'`, a checkpoint's path, or a savepoint (in another storage, perhaps). */
 // eslint-disable-next-line @typescript-eslint/no-redundant-type-constituents -- 'latest' is spelled out for readers and editors' completion
-export type RestoreFrom = 'latest' | string | { savepoint: string; storage?: CheckpointStorage };
+export type RestoreFrom = 'latest' | string | { savepoint: string; storage?: CheckpointStorage; job?: string };
 
 export interface RestoreSelectionOptions {
   readonly job: string;
@@ -28,6 +28,8 @@ export interface RestoreSelectionOptions {
 export class RestoreSelection {
   /** The storage of the checkpoint or savepoint the run started from. */
   private startStorage: CheckpointStorage | undefined;
+  /** The job that took the savepoint the run started from, when it had another name (`restore.job`). */
+  private startJob: string | undefined;
 
   constructor(private readonly options: RestoreSelectionOptions) {}
 
@@ -38,7 +40,10 @@ export class RestoreSelection {
       throw new JobDefinitionError(`job '${job}' cannot restore: it has checkpointing off; pass the checkpoints option with the storage to restore from`);
     }
     if (!storage || !coordinator) return undefined;
-    if (typeof restore === 'object') this.startStorage = restore.storage ?? storage;
+    if (typeof restore === 'object') {
+      this.startStorage = restore.storage ?? storage;
+      this.startJob = restore.job;
+    }
     const restored =
       restore === undefined
         ? undefined
@@ -46,7 +51,7 @@ export class RestoreSelection {
           ? await loadLatestCheckpoint(storage, job, onWarning)
           : typeof restore === 'string'
             ? await loadCheckpoint(storage, restore, job)
-            : await loadCheckpoint(this.startStorage!, restore.savepoint, job);
+            : await loadCheckpoint(this.startStorage!, restore.savepoint, restore.job ?? job);
     if (restored) this.checkOperatorsMatch(restored, allowNonRestoredState);
     await coordinator.recover(await completedCheckpointIds(storage, job));
     // Ids continue after the restored checkpoint's, as Flink's counter does after a savepoint: a sink's transaction
@@ -63,15 +68,15 @@ export class RestoreSelection {
   async afterFailure(startedFrom: LoadedCheckpoint | undefined): Promise<LoadedCheckpoint | undefined> {
     const { job, storage, coordinator, retain, onWarning } = this.options;
     if (!storage || !coordinator) return undefined;
-    const candidates: [CheckpointStorage, string][] = coordinator.history
+    const candidates: [CheckpointStorage, string, string][] = coordinator.history
       .filter((stats) => stats.kind === 'checkpoint')
       .slice(-retain)
       .reverse()
-      .map((stats) => [storage, checkpointDir(job, stats.id)]);
-    if (startedFrom) candidates.push([this.startStorage ?? storage, startedFrom.path]);
-    for (const [from, dir] of candidates) {
+      .map((stats) => [storage, checkpointDir(job, stats.id), job]);
+    if (startedFrom) candidates.push([this.startStorage ?? storage, startedFrom.path, this.startJob ?? job]);
+    for (const [from, dir, owner] of candidates) {
       try {
-        return await loadCheckpoint(from, dir, job);
+        return await loadCheckpoint(from, dir, owner);
       } catch (error) {
         if (!(error instanceof CheckpointCorruptedError || error instanceof CheckpointNotFoundError)) throw error;
         onWarning(`restart: checkpoint ${dir} cannot be restored (${error.message}); trying an older one`);

@@ -152,6 +152,17 @@ describe('operator identity', () => {
     expect(out.values).toEqual(expected.sums.slice(200));
   });
 
+  it('restores a savepoint another job name took when restore.job names that job (a scale-out group started from another)', async () => {
+    const expected = await unstoppedRun();
+    const { path } = await stopWithSavepointAt(200);
+    const out = outputs();
+    const result = await rescaleJob({ name: 'renamed', checkpoints: { storage: fsCheckpointStorage(join(dir, 'checkpoints')) } }, fromArray(events), out, 2)
+      .start({ restore: { savepoint: path, job: 'rescale' } })
+      .done;
+    expect(result.restoredFrom).toBe(path);
+    expect(out.sums.values).toEqual(expected.sums.slice(200));
+  });
+
   it('starts a new operator without saved state empty', async () => {
     const expected = await unstoppedRun();
     const { path } = await stopWithSavepointAt(200);

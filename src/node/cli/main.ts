@@ -2,9 +2,12 @@ import { parseArgs } from 'node:util';
 import { inspectCommand } from './inspectCommand.js';
 import { inspectServeCommand } from './inspectServeCommand.js';
 import { inspectGroupCommand } from './inspectGroupCommand.js';
+import { savepointGroupCommand } from './savepointGroupCommand.js';
 
 const USAGE = `usage: weir inspect <checkpoint-dir | savepoint-dir | job-dir | checkpoints-root> [--json] [--serve] [--progress]
        weir inspect --nats <servers> --group <group> [--bucket <checkpoint bucket>] [--json]
+       weir savepoint --nats <servers> --group <group> --bucket <checkpoint bucket> --target <dir>
+                      [--stop] [--max-parallelism <n>] [--timeout <ms>] [--json]
 
   inspect   show the jobs, checkpoints and savepoints under a path: status (complete,
             incomplete, corrupted with its error), time, duration, bytes; for each the
@@ -16,10 +19,13 @@ const USAGE = `usage: weir inspect <checkpoint-dir | savepoint-dir | job-dir | c
   --nats, --group  show a scale-out group (runScaleOut) instead: its live members and, per
             key group, its owner, fencing token and committed checkpoint; --bucket (the
             members' Object Store checkpoint bucket) adds each checkpoint's id and time
+  savepoint  take a savepoint of a scale-out group into --target of its checkpoint bucket
+            (scaleOutSavepoint); --stop stops the group with it (its members leave);
+            --max-parallelism is the group's number of key groups (128 by default)
   --help    show this help
 `;
 
-/** The `weir` command line: `weir inspect …`. Returns the exit code. */
+/** The `weir` command line: `weir inspect …`, `weir savepoint …`. Returns the exit code. */
 export async function main(
   argv: string[],
   io: { out: NodeJS.WritableStream; err: NodeJS.WritableStream & { isTTY?: boolean } } = { out: process.stdout, err: process.stderr },
@@ -36,6 +42,15 @@ export async function main(
   if (values.help || command === undefined) {
     (values.help ? io.out : io.err).write(USAGE);
     return values.help ? 0 : 2;
+  }
+  if (command === 'savepoint') {
+    const { nats, group, bucket, target } = values;
+    if (nats === undefined || group === undefined || bucket === undefined || target === undefined || path !== undefined) {
+      io.err.write(`weir savepoint: give --nats, --group, --bucket and --target, and no path\n\n${USAGE}`);
+      return 2;
+    }
+    const { stop = false, json = false } = values;
+    return savepointGroupCommand({ nats, group, bucket, target, stop, maxParallelism: values['max-parallelism'], timeout: values.timeout, json, out: io.out, err: io.err });
   }
   if (command !== 'inspect') {
     io.err.write(`weir: unknown command '${command}'\n\n${USAGE}`);
@@ -74,6 +89,10 @@ function parse(argv: string[]) {
       nats: { type: 'string' },
       group: { type: 'string' },
       bucket: { type: 'string' },
+      target: { type: 'string' },
+      stop: { type: 'boolean' },
+      'max-parallelism': { type: 'string' },
+      timeout: { type: 'string' },
     },
   });
 }

@@ -36,3 +36,32 @@ export function keyGroupStorage({ shared, dir, job, commit }: KeyGroupStorageOpt
     describe: (path) => (shared.describe ? shared.describe(under(path)) : `${shared.location}: ${under(path)}`),
   };
 }
+
+export interface SavepointCommitStorageOptions {
+  /** The storage every member shares: savepoints go to its directory the request names. */
+  shared: CheckpointStorage;
+  /** Commits a completed savepoint (its directory); rejects when the commit is refused. */
+  commit: (savepoint: string) => Promise<void>;
+}
+
+/**
+ * The storage a scale-out task takes a group savepoint through: the shared storage, with the write of the savepoint's
+ * `_metadata` also committing it as the key group's pointer (the same fenced compare-and-set as a checkpoint). So a
+ * fenced former owner's savepoint never completes, and its sinks never publish what it covers; and a group stopped
+ * with a savepoint resumes from exactly that savepoint if it is started again.
+ */
+export function savepointCommitStorage({ shared, commit }: SavepointCommitStorageOptions): CheckpointStorage {
+  return {
+    location: shared.location,
+    maxStateSize: shared.maxStateSize,
+    ...(shared.releasesWrittenData === true ? { releasesWrittenData: true } : {}),
+    async write(path, data) {
+      await shared.write(path, data);
+      if (path.endsWith(`/${METADATA_FILE}`)) await commit(path.slice(0, -METADATA_FILE.length - 1));
+    },
+    read: (path) => shared.read(path),
+    list: (path) => shared.list(path),
+    remove: (path) => shared.remove(path),
+    ...(shared.describe ? { describe: (path: string) => shared.describe!(path) } : {}),
+  };
+}

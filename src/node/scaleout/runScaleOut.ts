@@ -1,12 +1,13 @@
 import type { KeyedFlow, Flow } from '../../core/flow.js';
-import { JobDefinitionError, OwnershipLostError, PartitionMismatchError } from '../../core/errors.js';
+import { CheckpointNotFoundError, JobDefinitionError, OwnershipLostError, PartitionMismatchError } from '../../core/errors.js';
 import { DEFAULT_MAX_PARALLELISM, keyGroupOf } from '../../core/keyGroups.js';
 import type { CheckpointStorage, Key } from '../../core/types.js';
 import { keyBy } from '../../operators/keyBy.js';
 import { createJob, type CheckpointOptions, type Job, type JobOptions } from '../../runtime/job.js';
 import type { RunningJob } from '../../runtime/runningJob.js';
-import { keyGroupStorage } from './keyGroupStorage.js';
-import { joinScaleOut, type ScaleOutMember, type ScaleOutMemberOptions } from './scaleOutMember.js';
+import { readGroupSavepoint, type GroupSavepointManifest, type SavepointAnswer, type SavepointRequest } from './groupSavepoint.js';
+import { keyGroupStorage, savepointCommitStorage } from './keyGroupStorage.js';
+import { DEFAULT_LEASE, joinScaleOut, type ScaleOutMember, type ScaleOutMemberOptions } from './scaleOutMember.js';
 
 /** What `createJob` of a task takes: the task fills in the name, the key groups and the checkpoint storage. */
 export type ScaleOutJobOptions = Omit<JobOptions, 'name' | 'maxParallelism' | 'checkpoints'> & {
@@ -30,19 +31,27 @@ export interface ScaleOutTask {
   keyBy<T>(selector: (value: T) => Key): (input: Flow<T>) => KeyedFlow<T>;
 }
 
-export interface RunScaleOutOptions extends Omit<ScaleOutMemberOptions, 'onChange' | 'release'> {
+export interface RunScaleOutOptions extends Omit<ScaleOutMemberOptions, 'onChange' | 'release' | 'onSavepointRequest'> {
   /** The checkpoint storage every member shares (`natsObjectCheckpointStorage`, say). */
   storage: CheckpointStorage;
   /** Milliseconds between a task's checkpoints (1000 by default): each completed one is a commit. */
   checkpointInterval?: number;
-  /** Called as tasks start (restored from a committed checkpoint, or fresh) and end; for logs. */
+  /** Called as tasks start (restored from a committed checkpoint, or fresh), take a group savepoint, and end; for logs. */
   onTask?: (event: ScaleOutTaskEvent) => void;
+  /**
+   * A group savepoint to start from (the `target` of a completed `scaleOutSavepoint`, in `storage`): a key group that
+   * has no committed checkpoint in this group yet restores from its savepoint there, whatever group and number of
+   * members took it (the number of key groups must be the same). Once a key group committed, it restores from its
+   * commits, so members started again with the same option do not go back to the savepoint.
+   */
+  fromSavepoint?: string;
 }
 
 /** A task started or ended on this member. */
 export type ScaleOutTaskEvent =
   | { type: 'start'; keyGroup: number; token: number; restoredFrom: string | undefined }
-  | { type: 'end'; keyGroup: number; handedOver: boolean; error?: unknown };
+  | { type: 'end'; keyGroup: number; handedOver: boolean; error?: unknown }
+  | ({ type: 'savepoint'; keyGroup: number } & SavepointAnswer);
 
 /** A process's part of a scale-out job: its membership, and one running task per key group it owns. */
 export interface ScaleOutRunner {
@@ -66,11 +75,16 @@ export interface ScaleOutRunner {
   readonly done: Promise<void>;
 }
 
-/** What a key group's owners commit: the path of its last completed checkpoint in the shared storage. */
-type Committed = { checkpoint: string };
+/**
+ * What a key group's owners commit: the path of its last completed checkpoint (or savepoint) in the shared storage,
+ * and with a savepoint, the owner's own checkpoint directory (`<group>/kg-<n>/t<token>`), dropped by the next owner.
+ */
+type Committed = { checkpoint: string; epoch?: string };
 
 interface Task {
   readonly running: RunningJob;
+  /** The storage its group savepoints go through: completing one commits it (`savepointCommitStorage`). */
+  readonly savepoints: CheckpointStorage;
   /** Set once the runner asked the task to stop: the end is then no failure. */
   stopping?: Promise<void>;
 }
@@ -95,12 +109,13 @@ interface Task {
  * process.on('SIGTERM', () => void runner.leave());
  */
 export async function runScaleOut(define: (task: ScaleOutTask) => Job, options: RunScaleOutOptions): Promise<ScaleOutRunner> {
-  const { storage, checkpointInterval = 1000, onTask, ...memberOptions } = options;
-  const { group, maxParallelism = DEFAULT_MAX_PARALLELISM } = memberOptions;
+  const { storage, checkpointInterval = 1000, onTask, fromSavepoint, ...memberOptions } = options;
+  const { group, maxParallelism = DEFAULT_MAX_PARALLELISM, lease = DEFAULT_LEASE } = memberOptions;
   const who = `scale-out runner of group '${String(group)}'`;
   if (typeof define !== 'function') throw new JobDefinitionError(`${who}: give a function that makes a key group's job`);
   if (storage === null || typeof storage !== 'object' || typeof storage.write !== 'function') throw new JobDefinitionError(`${who}: storage must be a checkpoint storage every member shares, e.g. natsObjectCheckpointStorage(...)`);
   if (!(Number.isFinite(checkpointInterval) && checkpointInterval > 0)) throw new JobDefinitionError(`${who}: checkpointInterval must be a positive number of ms, got ${String(checkpointInterval)}`);
+  if (fromSavepoint !== undefined && (typeof fromSavepoint !== 'string' || fromSavepoint === '')) throw new JobDefinitionError(`${who}: fromSavepoint must be the target of a group savepoint (scaleOutSavepoint), got ${String(fromSavepoint)}`);
 
   const tasks = new Map<number, Task>();
   // Key groups whose release began: their task never starts again before the member gave them up.
@@ -112,17 +127,36 @@ export async function runScaleOut(define: (task: ScaleOutTask) => Job, options: 
   // The first task failure (weir fails jobs with errors), which `done` rejects with.
   let failure: Error | undefined;
   let member!: ScaleOutMember;
+  // A group savepoint with `stop` this member saw: it starts no task but to take that savepoint, then leaves.
+  let halt: SavepointRequest | undefined;
+  // The group savepoints taken or being taken here, as `<id>/<keyGroup>`: each key group once per request.
+  const savepointsTaken = new Set<string>();
+  let manifest: Promise<GroupSavepointManifest> | undefined;
 
   const startTask = async (keyGroup: number): Promise<void> => {
     const token = member.token(keyGroup);
     if (token === undefined || tasks.has(keyGroup)) return;
+    // A group savepoint under way covers this key group too, unless its former owner answered for it; a group being
+    // stopped does not run it again once answered (its savepoint is the state the group stopped with).
+    const request = halt ?? (await member.savepointRequest());
+    const answered = request !== undefined && (await member.savepointAnswered(request.id, keyGroup));
+    if (answered && request.stop) return;
     const name = `${group}-kg${keyGroup}`;
     const dir = `${group}/kg-${keyGroup}/t${token}`;
     const pointer = (await member.committed(keyGroup)) as Committed | undefined;
-    const restoredFrom = typeof pointer?.checkpoint === 'string' ? pointer.checkpoint : undefined;
+    let restoredFrom = typeof pointer?.checkpoint === 'string' ? pointer.checkpoint : undefined;
+    // The job that took the savepoint restored from, when it is another group's.
+    let savepointJob: string | undefined;
+    if (restoredFrom === undefined && fromSavepoint !== undefined) {
+      const { group: from, keyGroups } = await (manifest ??= readGroupSavepoint(storage, fromSavepoint, maxParallelism));
+      restoredFrom = keyGroups[String(keyGroup)];
+      if (restoredFrom === undefined) throw new CheckpointNotFoundError(`${who}: group savepoint '${fromSavepoint}' has no savepoint of key group ${keyGroup}; take the group savepoint again`);
+      savepointJob = `${from}-kg${keyGroup}`;
+    }
     // The epoch before this one is dropped once this one committed a checkpoint of its own (it is full: it needs none
     // of the former's files); a fenced owner's directories that never got committed are left for the operator.
-    const former = restoredFrom?.slice(0, restoredFrom.indexOf(`/${name}/`));
+    const epochs = `${group}/kg-${keyGroup}/t`;
+    const former = pointer?.epoch ?? (restoredFrom?.startsWith(epochs) ? restoredFrom.slice(0, restoredFrom.indexOf('/', epochs.length)) : undefined);
     let committedOnce = false;
     const taskStorage = keyGroupStorage({
       shared: storage,
@@ -162,10 +196,14 @@ export async function runScaleOut(define: (task: ScaleOutTask) => Job, options: 
     };
     const job = define(task);
     if (job?.name !== name) throw new JobDefinitionError(`${who}: define must return the job made by task.createJob() (named '${name}'), got ${job instanceof Object ? `job '${String(job.name)}'` : typeof job}`);
-    const running = job.start(restoredFrom === undefined ? undefined : { restore: { savepoint: restoredFrom, storage } });
-    const entry: Task = { running };
+    const running = job.start(restoredFrom === undefined ? undefined : { restore: { savepoint: restoredFrom, storage, ...(savepointJob === undefined ? {} : { job: savepointJob }) } });
+    const entry: Task = {
+      running,
+      savepoints: savepointCommitStorage({ shared: storage, commit: async (savepoint) => void (await member.commit(keyGroup, { checkpoint: savepoint, epoch: dir } satisfies Committed)) }),
+    };
     tasks.set(keyGroup, entry);
     onTask?.({ type: 'start', keyGroup, token, restoredFrom });
+    if (request !== undefined && !answered) void takeSavepoint(keyGroup, request);
     running.done.then(
       () => onTask?.({ type: 'end', keyGroup, handedOver: entry.stopping !== undefined }),
       (error: unknown) => {
@@ -176,6 +214,46 @@ export async function runScaleOut(define: (task: ScaleOutTask) => Job, options: 
         void member.leave();
       },
     );
+  };
+
+  /**
+   * Takes a key group's part of a group savepoint into `<target>/kg-<n>` and answers for it: with `stop`, the task
+   * drains, takes the savepoint as its final snapshot (Flink's stop-with-savepoint) and ends. A task being handed over
+   * is left to its new owner, which answers once it runs it.
+   */
+  const takeSavepoint = async (keyGroup: number, request: SavepointRequest): Promise<void> => {
+    const task = tasks.get(keyGroup);
+    const taken = `${request.id}/${keyGroup}`;
+    if (task === undefined || task.stopping !== undefined || savepointsTaken.has(taken)) return;
+    savepointsTaken.add(taken);
+    const target = { path: `${request.target}/kg-${keyGroup}`, storage: task.savepoints };
+    let answer: SavepointAnswer;
+    try {
+      let path: string | undefined;
+      if (request.stop) {
+        const stopped = task.running.stop({ savepoint: target });
+        task.stopping = stopped.then(() => undefined, () => undefined).finally(() => tasks.delete(keyGroup));
+        const result = await stopped;
+        path = [...result.checkpoints].reverse().find((stats) => stats.kind === 'savepoint')?.path;
+        if (path === undefined) throw new Error(`its task ended (${result.status}) before its savepoint completed`);
+      } else {
+        path = (await task.running.savepoint(target)).path;
+      }
+      answer = { member: member.id, path };
+    } catch (error) {
+      answer = { member: member.id, error: String((error as Error)?.message ?? error) };
+    }
+    await member.answerSavepoint(request.id, keyGroup, answer).catch(() => undefined);
+    onTask?.({ type: 'savepoint', keyGroup, ...answer });
+  };
+
+  /** Waits until every key group answered a group savepoint, or its deadline passed, reading the answers each quarter lease. */
+  const untilAnswered = async (request: SavepointRequest): Promise<void> => {
+    while (Date.now() < request.deadline) {
+      const answered = await member.savepointAnswers(request.id).catch(() => 0);
+      if (answered >= maxParallelism) return;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(lease / 4, Math.max(0, request.deadline - Date.now()))));
+    }
   };
 
   /** Stops a key group's task with a final checkpoint, which commits: the member then releases the key group. */
@@ -207,6 +285,17 @@ export async function runScaleOut(define: (task: ScaleOutTask) => Job, options: 
       // Released key groups were stopped by `release`; a task left on a key group no longer owned is a fenced
       // member's: it stops now, not behind the changes queued.
       for (const [keyGroup, task] of tasks) if (!mine.has(keyGroup) && task.stopping === undefined) void task.running.cancel().catch(() => undefined);
+    },
+    onSavepointRequest(request) {
+      if (request.stop) halt = request;
+      const taken = applying.then(async () => {
+        await Promise.all(member.owned().map((keyGroup) => takeSavepoint(keyGroup, request)));
+      });
+      applying = taken;
+      // Stopped with a savepoint, the member leaves (its process ends as after SIGTERM), but only once every key group
+      // was answered for: one being handed over when the request came is answered by its new owner, which must not
+      // have left. Until then key groups it comes to own are started to take their savepoint (`startTask`).
+      if (request.stop) void taken.then(() => untilAnswered(request)).then(() => member.leave());
     },
     release: async (keyGroup) => {
       handingOver.add(keyGroup);

@@ -2,6 +2,7 @@ import { ConnectorError, JobDefinitionError, OwnershipLostError } from '../../co
 import { DEFAULT_MAX_PARALLELISM } from '../../core/keyGroups.js';
 import type { Json } from '../../core/types.js';
 import { lazyNatsConnection, natsKv, type NatsConnectOptions } from '../connectors/nats/natsConnection.js';
+import { parseSavepointRequest, SAVEPOINT_REQUEST_KEY, savepointAnswerKey, type SavepointAnswer, type SavepointRequest } from './groupSavepoint.js';
 import { isRevisionConflict, tryCreate } from './kvFencing.js';
 import { assignedKeyGroups } from './rendezvousAssignment.js';
 
@@ -33,6 +34,11 @@ export interface ScaleOutMemberOptions {
    * and commits it here). Without it, a key group is given up at once.
    */
   release?: (keyGroup: number) => Promise<void>;
+  /**
+   * Called once per group savepoint asked for (`scaleOutSavepoint`) that this member sees before its deadline; the
+   * request is read at every round (a quarter lease), and the runner answers per key group with `answerSavepoint`.
+   */
+  onSavepointRequest?: (request: SavepointRequest) => void;
 }
 
 /** One process's membership of a scale-out group: the key groups it owns, and fenced writes on them. */
@@ -59,7 +65,18 @@ export interface ScaleOutMember {
   leave(): Promise<void>;
   /** Settles when the member left; rejects with `OwnershipLostError` when it was fenced and stopped itself. */
   readonly done: Promise<void>;
+  /** The group savepoint asked for now (its deadline not passed), read from the server; undefined when none. */
+  savepointRequest(): Promise<SavepointRequest | undefined>;
+  /** Whether a key group was answered for in a group savepoint (by any member). */
+  savepointAnswered(id: string, keyGroup: number): Promise<boolean>;
+  /** How many key groups were answered for in a group savepoint. */
+  savepointAnswers(id: string): Promise<number>;
+  /** Answers a group savepoint for a key group: false when another member answered first (the first answer counts). */
+  answerSavepoint(id: string, keyGroup: number, answer: SavepointAnswer): Promise<boolean>;
 }
+
+/** How long a member's heartbeat and claims live without renewal by default, in ms. */
+export const DEFAULT_LEASE = 10_000;
 
 /** A key group's lease and commit record: who owns it, and since which revision. */
 type Held = { lease: number; token: number };
@@ -76,7 +93,7 @@ type Held = { lease: number; token: number };
  * for (const kg of member.owned()) await member.commit(kg, { offset: 42 });
  */
 export async function joinScaleOut(options: ScaleOutMemberOptions): Promise<ScaleOutMember> {
-  const { servers, connection: connectOptions, group, member, maxParallelism = DEFAULT_MAX_PARALLELISM, lease = 10_000, onChange, release } = options;
+  const { servers, connection: connectOptions, group, member, maxParallelism = DEFAULT_MAX_PARALLELISM, lease = DEFAULT_LEASE, onChange, release, onSavepointRequest } = options;
   const who = `scale-out member '${String(member)}' of group '${String(group)}'`;
   if (typeof group !== 'string' || !/^[-\w]+$/.test(group)) throw new JobDefinitionError(`${who}: group must be a name of letters, digits, '-' and '_'`);
   if (typeof member !== 'string' || !/^[-\w=]+$/.test(member)) throw new JobDefinitionError(`${who}: member must be an id of letters, digits, '-', '_' and '='`);
@@ -115,6 +132,13 @@ export async function joinScaleOut(options: ScaleOutMemberOptions): Promise<Scal
   });
   done.catch(() => undefined);
   const owned = () => [...held.keys()].sort((a, b) => a - b);
+  // The group savepoint requests already passed on to `onSavepointRequest`, by id.
+  const seenRequests = new Set<string>();
+  const savepointRequest = async (): Promise<SavepointRequest | undefined> => {
+    const entry = await commits.get(SAVEPOINT_REQUEST_KEY);
+    const request = entry === null || entry.operation !== 'PUT' ? undefined : parseSavepointRequest(entry.json());
+    return request !== undefined && request.deadline > Date.now() ? request : undefined;
+  };
 
   /** Stops the member: it writes nothing more; `done` settles with the reason. */
   const stop = async (error?: OwnershipLostError): Promise<void> => {
@@ -219,6 +243,13 @@ export async function joinScaleOut(options: ScaleOutMemberOptions): Promise<Scal
       if (revision !== undefined) await takeOver(keyGroup, revision);
     }
     if (owned().join() !== before) onChange?.(owned());
+    if (onSavepointRequest !== undefined && !leaving) {
+      const request = await savepointRequest();
+      if (request !== undefined && !seenRequests.has(request.id)) {
+        seenRequests.add(request.id);
+        onSavepointRequest(request);
+      }
+    }
   };
 
   const loop = async (): Promise<void> => {
@@ -286,5 +317,18 @@ export async function joinScaleOut(options: ScaleOutMemberOptions): Promise<Scal
       await done.catch(() => undefined);
     },
     done,
+    savepointRequest,
+    async savepointAnswered(id, keyGroup) {
+      const entry = await commits.get(savepointAnswerKey(id, keyGroup));
+      return entry !== null && entry.operation === 'PUT';
+    },
+    async savepointAnswers(id) {
+      let count = 0;
+      for await (const key of await commits.keys(savepointAnswerKey(id, '*'))) if (key !== undefined) count++;
+      return count;
+    },
+    async answerSavepoint(id, keyGroup, answer) {
+      return (await tryCreate(commits, savepointAnswerKey(id, keyGroup), JSON.stringify(answer))) !== undefined;
+    },
   };
 }
