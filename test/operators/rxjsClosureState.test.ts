@@ -73,6 +73,14 @@ describe('closure state of RxJS operators', () => {
     await expect(run(records(2048), (flow) => flow.pipe(late()))).rejects.toThrow('for the record 2047 it emitted [-2047], a fresh instance given only that record [2047]');
   });
 
+  it('checks one in 16,384 records past the 65,536th: state that shows even later is still found', async () => {
+    const later = () => rxMap((n: number, index: number) => (index < 65_536 ? n : -n));
+    const records = (count: number) => Array.from({ length: count }, (_, i) => i);
+    // Records 65,537 to 81,919 are not sampled; the 81,920th (65,536 + 16,384) is.
+    expect(await run(records(81_919), (flow) => flow.pipe(later()))).toHaveLength(81_919);
+    await expect(run(records(81_920), (flow) => flow.pipe(later()))).rejects.toThrow('for the record 81919 it emitted [-81919]');
+  });
+
   it('lets uncheckpointed(…) operators run, their state restarting empty after a restore', async () => {
     const fragment = (input: Flow<number>) => input.pipe(uncheckpointed(scan((sum: number, n: number) => sum + n, 0)));
     const h = await harness(fragment);
