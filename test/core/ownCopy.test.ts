@@ -3,6 +3,7 @@
 // must still name its operator, and where the platform forbids compiling code at run time (a Content-Security-Policy
 // without 'unsafe-eval') jobs must run the same on the shared code.
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { ownCopy } from '../../src/core/ownCopy';
 import { UserFunctionError, aggregate, assignTimestamps, collect, createJob, filter, fromArray, keyBy, map, tumbling, window, type AggregateFunction } from 'weir';
 
 interface Reading {
@@ -59,6 +60,14 @@ const expectedSums = (): [string, number][] => {
 
 describe('operators on code of their own', () => {
   afterEach(() => vi.unstubAllGlobals());
+
+  it('are made by a factory compiled anew, which behaves as the factory', () => {
+    const adder = (n: number) => (x: number) => x + n;
+    const copy = ownCopy(adder);
+    expect(copy).not.toBe(adder);
+    expect(copy(2)(3)).toBe(5);
+    expect(ownCopy(adder)).not.toBe(copy);
+  });
 
   it('keep jobs apart: each runs its own functions, with the results of each alone', async () => {
     const { sums, kept } = await twoJobs();
