@@ -3,6 +3,7 @@ import type { Flow } from '../core/flow.js';
 import type { TaskContext } from '../core/graph.js';
 import { instanceOfKey } from '../core/keyGroups.js';
 import type { AnyStateDescriptor, Json, Key, KeyedStateBackend } from '../core/types.js';
+import { ownCopy } from '../core/ownCopy.js';
 import { checkKey } from '../state/keyCodec.js';
 import { operate, requireKeyed } from './operate.js';
 import type { OperatorHandler } from './operatorSpec.js';
@@ -40,6 +41,20 @@ const ignore = () => undefined;
 export function flushPendingWrites(backend: KeyedStateBackend): void {
   pendingWrites.get(backend)?.();
 }
+
+/**
+ * A single-instance keyed operator's input: the record's key made current, then the operator's `onRecord`. Compiled
+ * per operator (see `ownCopy`): self-contained.
+ */
+const withKey =
+  <T>(selectKey: (value: T) => Key, check: typeof checkKey, uid: string, backend: KeyedStateBackend, onRecord: (value: T) => void) =>
+  (value: T): void => {
+    const key = selectKey(value);
+    // Strings are the common case; anything else is checked (objects would compare by identity).
+    if (typeof key !== 'string') check(key, uid);
+    backend.setCurrentKey(key);
+    onRecord(value);
+  };
 
 /** Checks a `parallelism` option against the job's key groups. */
 export function checkParallelism(kind: string, parallelism: number | undefined): number {
@@ -125,18 +140,7 @@ export function keyedOperate<T, R>(
       };
       if (parallelism === 1 && instances.length === 1) {
         const { backend, handler } = instances[0]!;
-        const onRecord = handler.onRecord;
-        return {
-          ...handler,
-          onRecord(value) {
-            const key = selectKey(value);
-            // Strings are the common case; anything else is checked (objects would compare by identity).
-            if (typeof key !== 'string') checkKey(key, task.uid);
-            backend.setCurrentKey(key);
-            onRecord(value);
-          },
-          onBarrier: snapshot,
-        };
+        return { ...handler, onRecord: ownCopy(withKey)(selectKey, checkKey, task.uid, backend, handler.onRecord), onBarrier: snapshot };
       }
       // The instance of each key, computed once per distinct key: hashing costs about as much as a keyed sum.
       const route = new Map<Key, (typeof instances)[number]>();

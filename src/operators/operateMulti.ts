@@ -1,5 +1,6 @@
 import { BarrierAligner } from '../task/barrierAligner.js';
-import { CancelCheckpointMarker, ControlElement, Watermark, WATERMARK_ACTIVE, WATERMARK_IDLE, type StreamElement } from '../core/elements.js';
+import { CancelCheckpointMarker, ControlElement, Watermark, WATERMARK_ACTIVE, WATERMARK_IDLE, type RecordTimestamp, type StreamElement } from '../core/elements.js';
+import { ownCopy } from '../core/ownCopy.js';
 import { DirectObservable, endOnce } from '../task/directObservable.js';
 import { feedAligner } from '../task/alignerInputs.js';
 import { JobDefinitionError } from '../core/errors.js';
@@ -72,17 +73,8 @@ export function operateMulti<R>(inputs: Flow<unknown>[], spec: MultiInputSpec<R>
         };
         const handler = guard.attempt(() => spec.setup(task, emit, guard.fail, backend));
         if (handler === undefined) return () => undefined;
-        const deliver = (input: number, value: unknown, timestamp: number | undefined) => {
-          record.current = timestamp;
-          const selectKey = spec.keySelectors?.[input];
-          if (backend && selectKey) {
-            const key = selectKey(value);
-            if (typeof key !== 'string') checkKey(key, task.uid);
-            backend.setCurrentKey(key);
-          }
-          counters.recordsIn++;
-          handler.onRecord(input, value);
-        };
+        const selectKeys = backend === undefined ? [] : (spec.keySelectors ?? []);
+        const deliver = ownCopy(deliverRecord)(record, selectKeys, checkKey, task.uid, backend, counters, handler);
         const aligner = new BarrierAligner(
           upstreams.length,
           task.alignment.mode,
@@ -134,13 +126,12 @@ export function operateMulti<R>(inputs: Flow<unknown>[], spec: MultiInputSpec<R>
           });
         }
         const pushElement = (input: number, element: StreamElement<unknown>) => aligner.push(input, element, record.current);
-        const pushRecord = (input: number, value: unknown) => aligner.pushRecord(input, value, record.current);
         const stop = feedAligner(
           upstreams,
           aligner,
           subscriber,
           (input, element) => guard.call2(pushElement, input, element),
-          (input, value) => guard.call2(pushRecord, input, value),
+          (input) => ownCopy(recordInput)(input, subscriber, aligner, deliver, record, guard.fail),
         );
         return () => {
           subscriber.closed = true;
@@ -152,6 +143,56 @@ export function operateMulti<R>(inputs: Flow<unknown>[], spec: MultiInputSpec<R>
   });
   return new Flow<R>(graph, node, spec.timestamped ?? inputs.every((input) => input.timestamped));
 }
+
+/**
+ * A record of input `input` to a multi-input operator: its timestamp set, its key made current (keyed operators),
+ * then the handler's `onRecord`. Compiled per operator (see `ownCopy`): self-contained.
+ */
+const deliverRecord =
+  (
+    record: RecordTimestamp,
+    selectKeys: readonly (KeySelector<unknown> | undefined)[],
+    check: typeof checkKey,
+    uid: string,
+    backend: KeyedStateBackend | undefined,
+    counters: OperatorCounters,
+    handler: MultiInputHandler,
+  ) =>
+  (input: number, value: unknown, timestamp: number | undefined): void => {
+    record.current = timestamp;
+    const selectKey = selectKeys[input];
+    if (selectKey !== undefined) {
+      const key = selectKey(value);
+      if (typeof key !== 'string') check(key, uid);
+      backend!.setCurrentKey(key);
+    }
+    counters.recordsIn++;
+    handler.onRecord(input, value);
+  };
+
+/**
+ * The records of one input of a multi-input operator: straight to `deliver` while no checkpoint aligns, through the
+ * aligner (which may hold them) while one does; a throw fails the operator through its guard. Compiled per input
+ * (see `ownCopy`): self-contained.
+ */
+const recordInput =
+  (
+    input: number,
+    output: { readonly closed: boolean },
+    aligner: BarrierAligner,
+    deliver: (input: number, value: unknown, timestamp: number | undefined) => void,
+    record: RecordTimestamp,
+    fail: (error: unknown) => void,
+  ) =>
+  (value: unknown): void => {
+    if (output.closed) return;
+    try {
+      if (aligner.aligning) aligner.pushRecord(input, value, record.current);
+      else deliver(input, value, record.current);
+    } catch (error) {
+      fail(error);
+    }
+  };
 
 /** The operator state a multi-input operator saved itself (its in-flight records are handled above). */
 export function restoredState(task: TaskContext): Json | undefined {

@@ -4,6 +4,7 @@ import { CheckpointBarrier, ControlElement, SideOutputElement, Watermark, withCo
 import type { TaskContext } from '../core/graph.js';
 import { OperatorCounters } from '../core/operatorCounters.js';
 import { UserFunctionGuard } from '../core/userFunctionFailure.js';
+import { ownCopy } from '../core/ownCopy.js';
 import type { FusedRecordFunction, OperatorHandler, OperatorSpec } from './operatorSpec.js';
 
 /** One operator of a chain: its spec and the task it runs as. */
@@ -114,13 +115,18 @@ function countEmitted(end: ChainEnd, counters: OperatorCounters = UNCOUNTED): Do
       if (!(element instanceof ControlElement)) counters.emitted++;
       next(element);
     },
-    record: withControl((value: unknown) => {
-      counters.emitted++;
-      nextRecord(value);
-    }, next),
+    record: withControl(ownCopy(countedRecord)(counters, nextRecord), next),
     complete: () => end.complete(),
   };
 }
+
+/** The chain's end for records, compiled per chain (see `ownCopy`): self-contained. */
+const countedRecord =
+  (counters: OperatorCounters, nextRecord: (value: unknown) => void) =>
+  (value: unknown): void => {
+    counters.emitted++;
+    nextRecord(value);
+  };
 
 /**
  * One operator's input, sending to `downstream`. What the operator emits goes straight to the next operator's
@@ -154,11 +160,7 @@ function linkOperator(
       guard.call(onRecord, element);
     },
     // `next` without the check (one body each rather than one calling the other: a call less at the chain's entry).
-    record: withControl((value: unknown) => {
-      if (end.closed) return;
-      counters.recordsIn++;
-      guard.call(onRecord, value);
-    }, controlAfterEnd(end, onControl)),
+    record: withControl(ownCopy(recordInput)(end, counters, onRecord, guard.fail), controlAfterEnd(end, onControl)),
     complete() {
       if (onComplete !== undefined) guard.attempt(onComplete);
       // A throw in onComplete closed the chain: nothing completes after it.
@@ -166,6 +168,22 @@ function linkOperator(
     },
   };
 }
+
+/**
+ * A link's input for records: the operator's `onRecord`, a throw failing the chain through the operator's guard.
+ * Compiled per link (see `ownCopy`): self-contained.
+ */
+const recordInput =
+  (end: ChainEnd, counters: OperatorCounters, onRecord: (value: unknown) => void, fail: (error: unknown) => void) =>
+  (value: unknown): void => {
+    if (end.closed) return;
+    counters.recordsIn++;
+    try {
+      onRecord(value);
+    } catch (error) {
+      fail(error);
+    }
+  };
 
 /** A link's input for control elements sent to it by `emitControl`: dropped after the chain ended, as by `next`. */
 function controlAfterEnd(end: ChainEnd, onControl: (element: ControlElement) => void): (element: StreamElement<unknown>) => void {
@@ -226,18 +244,7 @@ function fusedLink(
     if (!end.closed) downstream.complete();
   };
   if ('filter' in fused) {
-    const { filter: predicate } = fused;
-    const record = (value: unknown) => {
-      if (end.closed) return;
-      counters.recordsIn++;
-      let keep: boolean;
-      try {
-        keep = predicate(value);
-      } catch (error) {
-        return guard.fail(error);
-      }
-      if (keep) sendRecord(value);
-    };
+    const record = ownCopy(filterInput)(end, counters, fused.filter, sendRecord, guard.fail);
     withControl(record, controlAfterEnd(end, onControl));
     return {
       handler,
@@ -250,18 +257,7 @@ function fusedLink(
       complete,
     };
   }
-  const { map: project } = fused;
-  const record = (element: unknown) => {
-    if (end.closed) return;
-    counters.recordsIn++;
-    let value: unknown;
-    try {
-      value = project(element);
-    } catch (error) {
-      return guard.fail(error);
-    }
-    sendRecord(value);
-  };
+  const record = ownCopy(mapInput)(end, counters, fused.map, sendRecord, guard.fail);
   withControl(record, controlAfterEnd(end, onControl));
   return {
     handler,
@@ -274,3 +270,33 @@ function fusedLink(
     complete,
   };
 }
+
+/** A fused filter's input for records, compiled per link (see `ownCopy`): self-contained. */
+const filterInput =
+  (end: ChainEnd, counters: OperatorCounters, predicate: (value: unknown) => boolean, sendRecord: (value: unknown) => void, fail: (error: unknown) => void) =>
+  (value: unknown): void => {
+    if (end.closed) return;
+    counters.recordsIn++;
+    let keep: boolean;
+    try {
+      keep = predicate(value);
+    } catch (error) {
+      return fail(error);
+    }
+    if (keep) sendRecord(value);
+  };
+
+/** A fused map's input for records, compiled per link (see `ownCopy`): self-contained. */
+const mapInput =
+  (end: ChainEnd, counters: OperatorCounters, project: (value: unknown) => unknown, sendRecord: (value: unknown) => void, fail: (error: unknown) => void) =>
+  (element: unknown): void => {
+    if (end.closed) return;
+    counters.recordsIn++;
+    let value: unknown;
+    try {
+      value = project(element);
+    } catch (error) {
+      return fail(error);
+    }
+    sendRecord(value);
+  };

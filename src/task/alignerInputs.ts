@@ -6,27 +6,24 @@ import { subscribeTo } from './directObservable.js';
 /**
  * Feeds each of `inputs` into `aligner` as its input channel of the same index, until `output` closes: elements go
  * through `push` (so a caller can guard it or pass the record's timestamp), and those an input knows to be records
- * through `pushRecord` when given (see `DirectObserver.nextRecord`); an input's end ends its channel, and any input's
- * error errors `output`. Returns what stops reading them all. Shared by every place that aligns barriers over
- * several flows (a multi-input operator, a source's parallel subtasks).
+ * through `recordInput(input)` when given (see `DirectObserver.nextRecord`), which drops them itself once `output`
+ * closed; an input's end ends its channel, and any input's error errors `output`. Returns what stops reading them
+ * all. Shared by every place that aligns barriers over several flows (a multi-input operator, a source's parallel
+ * subtasks).
  */
 export function feedAligner(
   inputs: readonly Observable<StreamElement<unknown>>[],
   aligner: Pick<BarrierAligner, 'end'>,
   output: { readonly closed: boolean; error(error: unknown): void },
   push: (input: number, element: StreamElement<unknown>) => void,
-  pushRecord?: (input: number, value: unknown) => void,
+  recordInput?: (input: number) => (value: unknown) => void,
 ): () => void {
   const stops = inputs.map((upstream, input) =>
     subscribeTo(upstream, {
       next(element) {
         if (!output.closed) push(input, element);
       },
-      nextRecord:
-        pushRecord &&
-        ((value) => {
-          if (!output.closed) pushRecord(input, value);
-        }),
+      nextRecord: recordInput?.(input),
       dropsAfterEnd: true,
       error: (error) => output.error(error),
       complete: () => {

@@ -83,6 +83,11 @@ export class BarrierAligner {
     else if (!(element instanceof SideOutputElement)) return;
   }
 
+  /** Whether a checkpoint is aligning: until then a record goes straight on, as `pushRecord` would send it. */
+  get aligning(): boolean {
+    return this.alignment !== undefined;
+  }
+
   /** `push` for an element its producer knows to be a record (see `DirectObserver.nextRecord`). */
   pushRecord(input: number, value: unknown, timestamp: number | undefined): void {
     const alignment = this.alignment;

@@ -1,4 +1,5 @@
 import type { Observable } from 'rxjs';
+import { ownCopy } from '../core/ownCopy.js';
 import { DirectObservable, subscribeTo, type DirectObserver } from './directObservable.js';
 
 /**
@@ -37,11 +38,7 @@ export function fanOut<T>(input: Observable<T>): DirectObservable<T> {
         for (let i = 0; i < current.length; i++) current[i]!.next(value);
       },
       // A record stays one for every consumer: those that take records as such skip their check.
-      nextRecord(value) {
-        if (ended) return;
-        const current = records;
-        for (let i = 0; i < current.length; i++) current[i]!(value);
-      },
+      nextRecord: ownCopy(toEach)(() => ended, () => records),
       error(error) {
         ended = true;
         reset().forEach((observer) => observer.error(error));
@@ -71,3 +68,15 @@ export function fanOut<T>(input: Observable<T>): DirectObservable<T> {
     };
   });
 }
+
+/**
+ * A fan-out's input for records, handing each to every consumer. Compiled per fan-out (see `ownCopy`): its calls
+ * reach that fan-out's consumers only. Self-contained.
+ */
+const toEach =
+  <T>(ended: () => boolean, consumers: () => readonly ((value: T) => void)[]) =>
+  (value: T): void => {
+    if (ended()) return;
+    const current = consumers();
+    for (let i = 0; i < current.length; i++) current[i]!(value);
+  };

@@ -1,5 +1,6 @@
 import { JobDefinitionError, MalformedRecordError } from '../core/errors.js';
-import { WATERMARK_ACTIVE, WATERMARK_IDLE, Watermark, emitControl } from '../core/elements.js';
+import { WATERMARK_ACTIVE, WATERMARK_IDLE, Watermark, emitControl, type RecordTimestamp } from '../core/elements.js';
+import { ownCopy } from '../core/ownCopy.js';
 import { Flow } from '../core/flow.js';
 import { operate } from '../operators/operate.js';
 import { BoundedOutOfOrderness, checkWatermarkOptions, everyInterval, type SavedEventTime, type WatermarkOptions } from './watermarkGenerator.js';
@@ -14,6 +15,27 @@ export function timestampFor<T>(timestampOf: (value: T) => number, value: T, uid
   }
   return timestamp;
 }
+
+/**
+ * The input of `assignTimestamps`: stamps the record, sends it, then the watermark it raised. Compiled per operator
+ * (see `ownCopy`): self-contained.
+ */
+const stampRecord =
+  <T>(
+    stamp: typeof timestampFor,
+    timestampOf: (value: T) => number,
+    uid: string,
+    record: RecordTimestamp,
+    generator: BoundedOutOfOrderness,
+    emit: (value: T) => void,
+  ) =>
+  (value: T): void => {
+    const timestamp = stamp(timestampOf, value, uid);
+    record.current = timestamp;
+    const raised = generator.onTimestamp(timestamp);
+    emit(value);
+    generator.afterRecord(raised);
+  };
 
 /**
  * Gives records their event timestamp and generates watermarks with Flink's bounded-out-of-orderness strategy:
@@ -46,13 +68,7 @@ export function assignTimestamps<T>(timestampOf: (value: T) => number, options: 
         );
         const stop = everyInterval(task.scheduler, checked.interval, () => generator.tick());
         return {
-          onRecord(value) {
-            const timestamp = timestampFor(timestampOf, value, task.uid);
-            record.current = timestamp;
-            const raised = generator.onTimestamp(timestamp);
-            emit(value);
-            generator.afterRecord(raised);
-          },
+          onRecord: ownCopy(stampRecord)(timestampFor, timestampOf, task.uid, record, generator, emit),
           onWatermark(watermark, forward) {
             // Only the end of input passes: this operator is the flow's watermark strategy from here on.
             if (watermark.timestamp >= Number.MAX_SAFE_INTEGER) forward();
