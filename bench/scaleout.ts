@@ -39,8 +39,15 @@ function settled(members: { member: ScaleOutMember; changed: EventTarget }[]): P
   });
 }
 
+/** `BENCH_SCALEOUT=takeover` (or `rebalance`, `processes`, comma-separated) runs only those parts; all by default. */
+const PARTS = (process.env.BENCH_SCALEOUT ?? 'rebalance,processes,takeover').split(',');
+
 export async function scaleout(): Promise<Result[]> {
-  return [...(await rebalance()), ...(await processesRatio()), ...(await takeover())];
+  const results: Result[] = [];
+  if (PARTS.includes('rebalance')) results.push(...(await rebalance()));
+  if (PARTS.includes('processes')) results.push(...(await processesRatio()));
+  if (PARTS.includes('takeover')) results.push(...(await takeover()));
+  return results;
 }
 
 async function rebalance(): Promise<Result[]> {

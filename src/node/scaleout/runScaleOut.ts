@@ -1,11 +1,12 @@
 import type { KeyedFlow, Flow } from '../../core/flow.js';
-import { JobDefinitionError, OwnershipLostError, PartitionMismatchError } from '../../core/errors.js';
+import { ConnectorError, JobDefinitionError, OwnershipLostError, PartitionMismatchError } from '../../core/errors.js';
 import { DEFAULT_MAX_PARALLELISM, keyGroupOf } from '../../core/keyGroups.js';
 import type { CheckpointStorage, Key } from '../../core/types.js';
 import { keyBy } from '../../operators/keyBy.js';
 import { createJob, type CheckpointOptions, type Job, type JobOptions } from '../../runtime/job.js';
 import type { RunningJob } from '../../runtime/runningJob.js';
 import { keyGroupStorage } from './keyGroupStorage.js';
+import { removeFormerEpochs } from './removeFormerEpochs.js';
 import { joinScaleOut, type ScaleOutMember, type ScaleOutMemberOptions } from './scaleOutMember.js';
 
 /** What `createJob` of a task takes: the task fills in the name, the key groups and the checkpoint storage. */
@@ -35,14 +36,24 @@ export interface RunScaleOutOptions extends Omit<ScaleOutMemberOptions, 'onChang
   storage: CheckpointStorage;
   /** Milliseconds between a task's checkpoints (1000 by default): each completed one is a commit. */
   checkpointInterval?: number;
-  /** Called as tasks start (restored from a committed checkpoint, or fresh) and end; for logs. */
+  /**
+   * How long, in ms, joining and starting a task may keep retrying while the server does not answer (Kafka Streams'
+   * `task.timeout.ms`); 60 000 by default. Each retry is reported to `onTask`; past it, `runScaleOut` rejects (or
+   * `done`, for a task) with `ConnectorError`.
+   */
+  taskTimeout?: number;
+  /** Called as tasks start (restored from a committed checkpoint, or fresh), end, and retry; for logs. */
   onTask?: (event: ScaleOutTaskEvent) => void;
 }
 
-/** A task started or ended on this member. */
+/**
+ * A task started or ended on this member, or the server did not answer as the member joined (no `keyGroup`) or a task
+ * started: it is tried again after `delayMs`.
+ */
 export type ScaleOutTaskEvent =
   | { type: 'start'; keyGroup: number; token: number; restoredFrom: string | undefined }
-  | { type: 'end'; keyGroup: number; handedOver: boolean; error?: unknown };
+  | { type: 'end'; keyGroup: number; handedOver: boolean; error?: unknown }
+  | { type: 'retry'; keyGroup?: number; attempt: number; delayMs: number; error: unknown };
 
 /** A process's part of a scale-out job: its membership, and one running task per key group it owns. */
 export interface ScaleOutRunner {
@@ -95,12 +106,15 @@ interface Task {
  * process.on('SIGTERM', () => void runner.leave());
  */
 export async function runScaleOut(define: (task: ScaleOutTask) => Job, options: RunScaleOutOptions): Promise<ScaleOutRunner> {
-  const { storage, checkpointInterval = 1000, onTask, ...memberOptions } = options;
+  const { storage, checkpointInterval = 1000, taskTimeout = 60_000, onTask, ...memberOptions } = options;
   const { group, maxParallelism = DEFAULT_MAX_PARALLELISM } = memberOptions;
   const who = `scale-out runner of group '${String(group)}'`;
   if (typeof define !== 'function') throw new JobDefinitionError(`${who}: give a function that makes a key group's job`);
   if (storage === null || typeof storage !== 'object' || typeof storage.write !== 'function') throw new JobDefinitionError(`${who}: storage must be a checkpoint storage every member shares, e.g. natsObjectCheckpointStorage(...)`);
   if (!(Number.isFinite(checkpointInterval) && checkpointInterval > 0)) throw new JobDefinitionError(`${who}: checkpointInterval must be a positive number of ms, got ${String(checkpointInterval)}`);
+  if (!(Number.isFinite(taskTimeout) && taskTimeout >= 0)) throw new JobDefinitionError(`${who}: taskTimeout must be a number of ms ≥ 0, got ${String(taskTimeout)}`);
+  const retrying = <T>(what: string, keyGroup: number | undefined, attempt: () => Promise<T>, abandoned?: () => boolean) =>
+    untilDeadline(what, taskTimeout, attempt, (tries, delayMs, error) => onTask?.({ type: 'retry', ...(keyGroup === undefined ? {} : { keyGroup }), attempt: tries, delayMs, error }), abandoned);
 
   const tasks = new Map<number, Task>();
   // Key groups whose release began: their task never starts again before the member gave them up.
@@ -118,11 +132,13 @@ export async function runScaleOut(define: (task: ScaleOutTask) => Job, options: 
     if (token === undefined || tasks.has(keyGroup)) return;
     const name = `${group}-kg${keyGroup}`;
     const dir = `${group}/kg-${keyGroup}/t${token}`;
-    const pointer = (await member.committed(keyGroup)) as Committed | undefined;
+    // Given up on once the key group is no longer this member's (fenced, or handed over while the server was away).
+    const abandoned = () => member.token(keyGroup) !== token || handingOver.has(keyGroup);
+    const pointer = (await retrying(`${name}: reading its committed checkpoint`, keyGroup, () => member.committed(keyGroup), abandoned)) as Committed | undefined;
+    if (abandoned()) return;
     const restoredFrom = typeof pointer?.checkpoint === 'string' ? pointer.checkpoint : undefined;
-    // The epoch before this one is dropped once this one committed a checkpoint of its own (it is full: it needs none
-    // of the former's files); a fenced owner's directories that never got committed are left for the operator.
-    const former = restoredFrom?.slice(0, restoredFrom.indexOf(`/${name}/`));
+    // Every former owner's epoch, committed or fenced before it committed, is dropped once this one committed a
+    // checkpoint of its own (it is full: it needs none of their files).
     let committedOnce = false;
     const taskStorage = keyGroupStorage({
       shared: storage,
@@ -130,7 +146,7 @@ export async function runScaleOut(define: (task: ScaleOutTask) => Job, options: 
       job: name,
       commit: async (checkpoint) => {
         await member.commit(keyGroup, { checkpoint } satisfies Committed);
-        if (!committedOnce && former !== undefined && former !== dir) void storage.remove(former).catch(() => undefined);
+        if (!committedOnce) void removeFormerEpochs(storage, `${group}/kg-${keyGroup}`, token).catch(() => undefined);
         committedOnce = true;
       },
     });
@@ -189,7 +205,7 @@ export async function runScaleOut(define: (task: ScaleOutTask) => Job, options: 
     return task.stopping;
   };
 
-  member = await joinScaleOut({
+  member = await retrying(`${who}: joining`, undefined, () => joinScaleOut({
     ...memberOptions,
     onChange(owned) {
       const mine = new Set(owned);
@@ -213,7 +229,7 @@ export async function runScaleOut(define: (task: ScaleOutTask) => Job, options: 
       await applying;
       await stopTask(keyGroup);
     },
-  });
+  }));
   joined();
 
   const done = member.done.then(
@@ -241,4 +257,28 @@ export async function runScaleOut(define: (task: ScaleOutTask) => Job, options: 
     },
     done,
   };
+}
+
+/**
+ * Runs `attempt` until it resolves, again after each failure that is not the job's fault (a server that did not answer)
+ * with a doubling delay (0.1 s to 5 s), reported to `onRetry`; past `timeout` ms it rejects with `ConnectorError`
+ * naming `what`. Stops retrying, resolving undefined, once `abandoned` holds.
+ */
+async function untilDeadline<T>(what: string, timeout: number, attempt: () => Promise<T>, onRetry: (attempt: number, delayMs: number, error: unknown) => void, abandoned?: () => boolean): Promise<T> {
+  const deadline = Date.now() + timeout;
+  for (let tries = 1; ; tries++) {
+    try {
+      return await attempt();
+    } catch (error) {
+      if (error instanceof JobDefinitionError || error instanceof OwnershipLostError) throw error;
+      const left = deadline - Date.now();
+      if (left <= 0) {
+        throw new ConnectorError(`${what}: the server did not answer for ${timeout} ms (${tries} attempts, last: ${String((error as Error)?.message ?? error)}); check that it runs and is reachable, or give a longer taskTimeout`, { cause: error });
+      }
+      const delayMs = Math.min(100 * 2 ** (tries - 1), 5000, left);
+      onRetry(tries, delayMs, error);
+      await new Promise((resolve) => setTimeout(resolve, delayMs));
+      if (abandoned?.() === true) return undefined as T;
+    }
+  }
 }

@@ -4,6 +4,7 @@ import type { Json } from '../../core/types.js';
 import { lazyPackage } from '../connectors/lazyPackage.js';
 import { lazyNatsConnection, type NatsConnectOptions } from '../connectors/nats/natsConnection.js';
 import { isRevisionConflict, tryCreate } from './kvFencing.js';
+import { watchLeaseExpiries, type LeaseExpiries } from './leaseExpiries.js';
 import { assignedKeyGroups } from './rendezvousAssignment.js';
 
 /** The NATS KV client, imported when a member first joins (see lazyPackage). */
@@ -65,13 +66,18 @@ export interface ScaleOutMember {
   readonly done: Promise<void>;
 }
 
+/** How long after a lease's expected expiry a member looks, and looks again while the server still holds it. */
+const EXPIRY_MARGIN = 20;
+const EXPIRY_RETRY = 50;
+
 /** A key group's lease and commit record: who owns it, and since which revision. */
 type Held = { lease: number; token: number };
 
 /**
  * Joins a scale-out group on JetStream KV (Kafka Streams' consumer group, with no coordinator of weir's own): the
  * member heartbeats into `<group>-leases`, reads the live members back (by polling: expiry by the bucket's TTL sends
- * no watch event), computes the same sticky assignment of key groups as every other member (rendezvous hashing), and
+ * no watch event; a watch of the writes tells when each heartbeat and lease is due to run out, and the next round
+ * runs right then: see `watchLeaseExpiries`), computes the same sticky assignment of key groups as every other member (rendezvous hashing), and
  * claims its key groups by `create` on their lease keys, releasing those it no longer wins. A claim then bumps the key
  * group's commit record by compare-and-set: that revision is the fencing token, and a former owner that was paused
  * past its lease has its next `commit` refused, and stops itself with `OwnershipLostError`.
@@ -103,6 +109,8 @@ export async function joinScaleOut(options: ScaleOutMemberOptions): Promise<Scal
 
   const held = new Map<number, Held>();
   let live: string[] = [];
+  // Key groups assigned to this member that another still holds: their leases are the ones worth watching.
+  let wanted: number[] = [];
   let lastRenewal = Date.now();
   let stopped = false;
   // Leaving: no heartbeat, nothing assigned, every key group released; the member stops once it holds none.
@@ -119,6 +127,8 @@ export async function joinScaleOut(options: ScaleOutMemberOptions): Promise<Scal
   });
   done.catch(() => undefined);
   const owned = () => [...held.keys()].sort((a, b) => a - b);
+  // Set once the leases bucket is watched (before the first round).
+  let expiries: LeaseExpiries | undefined;
 
   /** Stops the member: it writes nothing more; `done` settles with the reason. */
   const stop = async (error?: OwnershipLostError): Promise<void> => {
@@ -129,6 +139,7 @@ export async function joinScaleOut(options: ScaleOutMemberOptions): Promise<Scal
   };
   /** Gives the key groups and the connection up, and settles `done`. */
   const finish = async (error?: OwnershipLostError): Promise<void> => {
+    expiries?.stop();
     held.clear();
     onChange?.([]);
     await connection.close().catch(() => undefined);
@@ -168,6 +179,28 @@ export async function joinScaleOut(options: ScaleOutMemberOptions): Promise<Scal
     clearTimeout(timer);
     timer = setTimeout(() => void loop(), 0);
   };
+  /**
+   * Milliseconds to the next round: a quarter lease, or sooner, just after the earliest expected expiry of another
+   * member's heartbeat (its key groups are then assigned anew) or of a lease still held on a key group assigned to this
+   * member: a dead member's key groups are taken as its lease runs out, not up to a quarter lease later.
+   */
+  const nextRound = (): number => {
+    const now = Date.now();
+    let next = now + lease / 4;
+    const watched = [...live.filter((id) => id !== member).map((id) => `members.${id}`), ...wanted.map((keyGroup) => `kg.${keyGroup}`)];
+    for (const key of watched) {
+      const at = expiries?.expiresAt(key);
+      // Overdue by more than a quarter lease: the watch missed the renewals (it broke meanwhile) and tells nothing.
+      if (at === undefined || at < now - lease / 4) continue;
+      next = Math.min(next, Math.max(at + EXPIRY_MARGIN, now + EXPIRY_RETRY));
+    }
+    return next - now;
+  };
+  /** A heartbeat or lease deleted (a member left, a key group was handed over): a round claims what it freed now. */
+  const onDelete = (key: string): void => {
+    if (key.startsWith('members.') ? key !== `members.${member}` : wanted.includes(Number(key.slice('kg.'.length)))) wake();
+  };
+
   /** Starts giving a key group up: `release` runs while the rounds keep renewing its lease. */
   const startRelease = (keyGroup: number): { done: boolean } => {
     const handing = { done: release === undefined };
@@ -216,12 +249,15 @@ export async function joinScaleOut(options: ScaleOutMemberOptions): Promise<Scal
       }
     }
     lastRenewal = Date.now();
+    const stillHeld: number[] = [];
     for (const keyGroup of assigned) {
       if (stopped) return;
       if (held.has(keyGroup) || releasing.has(keyGroup)) continue;
       const revision = await tryCreate(leases, `kg.${keyGroup}`, member);
       if (revision !== undefined) await takeOver(keyGroup, revision);
+      else stillHeld.push(keyGroup);
     }
+    wanted = stillHeld;
     if (owned().join() !== before) onChange?.(owned());
   };
 
@@ -248,15 +284,22 @@ export async function joinScaleOut(options: ScaleOutMemberOptions): Promise<Scal
       await finish();
       return;
     }
-    timer = setTimeout(() => void loop(), rerun ? 0 : lease / 4);
+    timer = setTimeout(() => void loop(), rerun ? 0 : nextRound());
     rerun = false;
   };
-  await tick().catch(async (cause: unknown) => {
+  // The first round runs as a round does: a delete seen meanwhile asks for the next one at once (`rerun`).
+  inRound = true;
+  await (async () => {
+    expiries = await watchLeaseExpiries(leases, lease, onDelete);
+    await tick();
+  })().catch(async (cause: unknown) => {
     await stop();
     throw new ConnectorError(`${who}: cannot join: ${String((cause as Error)?.message ?? cause)}`, { cause });
   });
+  inRound = false;
   if (held.size > 0) onChange?.(owned());
-  timer = setTimeout(() => void loop(), lease / 4);
+  timer = setTimeout(() => void loop(), rerun ? 0 : nextRound());
+  rerun = false;
 
   return {
     id: member,
