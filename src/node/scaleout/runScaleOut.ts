@@ -241,7 +241,8 @@ export async function runScaleOut(define: (task: ScaleOutTask) => Job, options: 
       // Fenced: every task stops at once (their commits are refused anyway), not behind the changes queued.
       await Promise.all([...tasks.values()].map((task) => task.running.cancel().catch(() => undefined)));
       await applying;
-      throw error;
+      // A task that failed first (a server that stayed away past taskTimeout, say) is the cause worth telling.
+      throw failure ?? error;
     },
   );
   done.catch(() => undefined);
