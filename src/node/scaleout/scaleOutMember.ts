@@ -77,8 +77,8 @@ type Held = { lease: number; token: number };
  * Joins a scale-out group on JetStream KV (Kafka Streams' consumer group, with no coordinator of weir's own): the
  * member heartbeats into `<group>-leases`, reads the live members back (by polling: expiry by the bucket's TTL sends
  * no watch event; a watch of the writes tells when each heartbeat and lease is due to run out, and the next round
- * runs right then: see `watchLeaseExpiries`), computes the same sticky assignment of key groups as every other member (rendezvous hashing), and
- * claims its key groups by `create` on their lease keys, releasing those it no longer wins. A claim then bumps the key
+ * runs right then: see `watchLeaseExpiries`), computes the same sticky assignment of key groups as every other
+ * member (rendezvous hashing), and claims its key groups by `create` on their lease keys, releasing those it no longer wins. A claim then bumps the key
  * group's commit record by compare-and-set: that revision is the fencing token, and a former owner that was paused
  * past its lease has its next `commit` refused, and stops itself with `OwnershipLostError`.
  * @example
@@ -290,7 +290,8 @@ export async function joinScaleOut(options: ScaleOutMemberOptions): Promise<Scal
   // The first round runs as a round does: a delete seen meanwhile asks for the next one at once (`rerun`).
   inRound = true;
   await (async () => {
-    expiries = await watchLeaseExpiries(leases, lease, onDelete);
+    // Without a watch (a user allowed no consumers, say), rounds run every quarter lease, as they always may.
+    expiries = await watchLeaseExpiries(leases, lease, onDelete).catch(() => undefined);
     await tick();
   })().catch(async (cause: unknown) => {
     await stop();
