@@ -7,6 +7,8 @@ export interface LeaseExpiries {
    * never before the server expires it. Undefined for a key not seen, or deleted.
    */
   expiresAt(key: string): number | undefined;
+  /** The latest of `expiresAt` over the keys whose value is `value` (the key-group leases a member holds), if any. */
+  lastExpiryOf(value: string): number | undefined;
   /** Stops watching. */
   stop(): void;
 }
@@ -20,12 +22,12 @@ export interface LeaseExpiries {
  * server went away) leaves the estimates as they were: the caller keeps its periodic rounds.
  */
 export async function watchLeaseExpiries(kv: KV, ttl: number, onDelete: (key: string) => void): Promise<LeaseExpiries> {
-  const expiries = new Map<string, number>();
+  const expiries = new Map<string, { at: number; value: string }>();
   const watch = await kv.watch();
   void (async () => {
     for await (const entry of watch) {
       if (entry.operation === 'PUT') {
-        expiries.set(entry.key, Date.now() + ttl);
+        expiries.set(entry.key, { at: Date.now() + ttl, value: entry.string() });
       } else {
         expiries.delete(entry.key);
         onDelete(entry.key);
@@ -33,7 +35,12 @@ export async function watchLeaseExpiries(kv: KV, ttl: number, onDelete: (key: st
     }
   })().catch(() => undefined);
   return {
-    expiresAt: (key) => expiries.get(key),
+    expiresAt: (key) => expiries.get(key)?.at,
+    lastExpiryOf(value) {
+      let last: number | undefined;
+      for (const expiry of expiries.values()) if (expiry.value === value && !(expiry.at <= (last ?? -Infinity))) last = expiry.at;
+      return last;
+    },
     stop: () => watch.stop(),
   };
 }

@@ -181,15 +181,19 @@ export async function joinScaleOut(options: ScaleOutMemberOptions): Promise<Scal
   };
   /**
    * Milliseconds to the next round: a quarter lease, or sooner, just after the earliest expected expiry of another
-   * member's heartbeat (its key groups are then assigned anew) or of a lease still held on a key group assigned to this
-   * member: a dead member's key groups are taken as its lease runs out, not up to a quarter lease later.
+   * member (its heartbeat and the key-group leases it holds, renewed in the same round of its: its key groups are then
+   * assigned anew and free to claim in one round) or of a lease still held on a key group assigned to this member: a
+   * dead member's key groups are taken as its lease runs out, not up to a quarter lease later.
    */
   const nextRound = (): number => {
     const now = Date.now();
     let next = now + lease / 4;
-    const watched = [...live.filter((id) => id !== member).map((id) => `members.${id}`), ...wanted.map((keyGroup) => `kg.${keyGroup}`)];
-    for (const key of watched) {
-      const at = expiries?.expiresAt(key);
+    const memberExpiry = (id: string) => {
+      const heartbeat = expiries?.expiresAt(`members.${id}`);
+      return heartbeat === undefined ? undefined : Math.max(heartbeat, expiries?.lastExpiryOf(id) ?? heartbeat);
+    };
+    const due = [...live.filter((id) => id !== member).map(memberExpiry), ...wanted.map((keyGroup) => expiries?.expiresAt(`kg.${keyGroup}`))];
+    for (const at of due) {
       // Overdue by more than a quarter lease: the watch missed the renewals (it broke meanwhile) and tells nothing.
       if (at === undefined || at < now - lease / 4) continue;
       next = Math.min(next, Math.max(at + EXPIRY_MARGIN, now + EXPIRY_RETRY));

@@ -121,9 +121,10 @@ describe.skipIf(!up)('runScaleOut: one task per owned key group, in member proce
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
   };
-  /** The last lines each supervised member printed, for a failure's message. */
+  /** The last lines each member printed (the supervised ones' latest processes, or every one started), for a failure's message. */
   const membersSay = () =>
-    [...supervision.members].map(([name, child]) => `${name}: ${child.lines.slice(-4).join(' | ')}`).join('; ') + `; ${supervision.unplanned} unplanned restarts`;
+    [...(supervision.members.size > 0 ? supervision.members.values() : children)].map((child) => `${child.name}: ${child.lines.slice(-6).join(' | ')}`).join('; ') +
+    `; ${supervision.unplanned} unplanned restarts`;
   /**
    * What one process running the same job publishes for `records` records: every user's counts 1…c, each once, in
    * order per user (a user's records are one partition's, read in order).
