@@ -47,7 +47,7 @@ const runner = await runScaleOut(
     checkpointInterval: 1000,
     onTask(event) {
       if (event.type === 'start') say(`start ${event.keyGroup} ${Date.now()} ${event.restoredFrom ?? '-'}`);
-      else say(`end ${event.keyGroup}`);
+      else if (event.type === 'end') say(`end ${event.keyGroup}`);
     },
   },
 );

@@ -107,14 +107,17 @@ const PAGE_TYPES = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascrip
 
 /**
  * The live view's page and its scripts (`liveView`), read from the built page's directory: the files weir ships,
- * served without the token (a browser cannot send one when it opens a page); the page sends it to /v1/job.
+ * served without the token (a browser cannot send one when it opens a page); the page sends it to /v1/job (or
+ * /v1/group, the group's page).
  * Only plain file names under assets/ are served, so no path leaves the directory. Undefined for other paths.
  * @param {string} pathname @returns {Promise<{ type: string, body: Buffer } | undefined> | undefined}
  */
 function pageFile(pathname) {
   if (liveViewDir === undefined) return undefined;
-  const asset = /^(?:\/job)?\/assets\/([\w.-]+)$/.exec(pathname)?.[1];
-  const file = pathname === '/job' || pathname === '/job/' ? 'job.html' : asset !== undefined && !asset.startsWith('.') ? join('assets', asset) : undefined;
+  const asset = /^(?:\/job|\/group)?\/assets\/([\w.-]+)$/.exec(pathname)?.[1];
+  // A scale-out member's server (`group`) serves the group's page at /group, a job's the job view at /job.
+  const html = group ? (pathname === '/group' || pathname === '/group/' ? 'group.html' : undefined) : pathname === '/job' || pathname === '/job/' ? 'job.html' : undefined;
+  const file = html ?? (asset !== undefined && !asset.startsWith('.') ? join('assets', asset) : undefined);
   if (file === undefined) return undefined;
   return readFile(join(liveViewDir, file)).then(
     (body) => ({ type: PAGE_TYPES[/** @type {keyof typeof PAGE_TYPES} */ (extname(file))] ?? 'application/octet-stream', body }),

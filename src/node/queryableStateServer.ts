@@ -214,15 +214,17 @@ function metricsRegistry(running: Partial<MetricsSource>, option: boolean | Regi
 }
 
 /** The directory of the built live view page; undefined when the page is off. */
-function liveViewUi(running: { view?(): JobView }, option: boolean | { uiDir: string } | undefined): string | undefined {
+function liveViewUi(running: { view?(): JobView; group?(): Promise<unknown> }, option: boolean | { uiDir: string } | undefined): string | undefined {
   if (option === undefined || option === false) return undefined;
-  if (typeof running.view !== 'function') {
+  // A scale-out member's reader (serveScaleOutQueries) has the group's page instead of a job's.
+  const page = typeof running.group === 'function' ? 'group.html' : 'job.html';
+  if (page === 'job.html' && typeof running.view !== 'function') {
     throw new TypeError('serveQueryableState: liveView needs a running job (job.start() or startJob()), which has a view; this reader has none');
   }
   const dir = resolve(option === true ? join(packageRoot(), 'dist', 'inspector') : option.uiDir);
-  if (!existsSync(join(dir, 'job.html'))) {
+  if (!existsSync(join(dir, page))) {
     throw new TypeError(
-      `serveQueryableState: liveView finds no built page (${join(dir, 'job.html')} is missing): build weir (npm run build, which writes dist/inspector) or pass liveView: { uiDir } with a built page's directory`,
+      `serveQueryableState: liveView finds no built page (${join(dir, page)} is missing): build weir (npm run build, which writes dist/inspector) or pass liveView: { uiDir } with a built page's directory`,
     );
   }
   return dir;

@@ -1,5 +1,5 @@
 import type { KeyedFlow, Flow } from '../../core/flow.js';
-import { CheckpointNotFoundError, JobDefinitionError, OwnershipLostError, PartitionMismatchError } from '../../core/errors.js';
+import { CheckpointNotFoundError, ConnectorError, JobDefinitionError, OwnershipLostError, PartitionMismatchError } from '../../core/errors.js';
 import { DEFAULT_MAX_PARALLELISM, keyGroupOf } from '../../core/keyGroups.js';
 import type { CheckpointStorage, Key } from '../../core/types.js';
 import { keyBy } from '../../operators/keyBy.js';
@@ -7,6 +7,7 @@ import { createJob, type CheckpointOptions, type Job, type JobOptions } from '..
 import type { RunningJob } from '../../runtime/runningJob.js';
 import { readGroupSavepoint, type GroupSavepointManifest, type SavepointAnswer, type SavepointRequest } from './groupSavepoint.js';
 import { keyGroupStorage, savepointCommitStorage } from './keyGroupStorage.js';
+import { removeFormerEpochs } from './removeFormerEpochs.js';
 import { DEFAULT_LEASE, joinScaleOut, type ScaleOutMember, type ScaleOutMemberOptions } from './scaleOutMember.js';
 
 /** What `createJob` of a task takes: the task fills in the name, the key groups and the checkpoint storage. */
@@ -36,7 +37,13 @@ export interface RunScaleOutOptions extends Omit<ScaleOutMemberOptions, 'onChang
   storage: CheckpointStorage;
   /** Milliseconds between a task's checkpoints (1000 by default): each completed one is a commit. */
   checkpointInterval?: number;
-  /** Called as tasks start (restored from a committed checkpoint, or fresh), take a group savepoint, and end; for logs. */
+  /**
+   * How long, in ms, joining and starting a task may keep retrying while the server does not answer (Kafka Streams'
+   * `task.timeout.ms`); 60 000 by default. Each retry is reported to `onTask`; past it, `runScaleOut` rejects (or
+   * `done`, for a task) with `ConnectorError`.
+   */
+  taskTimeout?: number;
+  /** Called as tasks start (restored from a committed checkpoint, or fresh), take a group savepoint, end, and retry; for logs. */
   onTask?: (event: ScaleOutTaskEvent) => void;
   /**
    * A group savepoint to start from (the `target` of a completed `scaleOutSavepoint`, in `storage`): a key group that
@@ -47,11 +54,15 @@ export interface RunScaleOutOptions extends Omit<ScaleOutMemberOptions, 'onChang
   fromSavepoint?: string;
 }
 
-/** A task started or ended on this member. */
+/**
+ * A task started or ended on this member, or the server did not answer as the member joined (no `keyGroup`) or a task
+ * started: it is tried again after `delayMs`.
+ */
 export type ScaleOutTaskEvent =
   | { type: 'start'; keyGroup: number; token: number; restoredFrom: string | undefined }
   | { type: 'end'; keyGroup: number; handedOver: boolean; error?: unknown }
-  | ({ type: 'savepoint'; keyGroup: number } & SavepointAnswer);
+  | ({ type: 'savepoint'; keyGroup: number } & SavepointAnswer)
+  | { type: 'retry'; keyGroup?: number; attempt: number; delayMs: number; error: unknown };
 
 /** A process's part of a scale-out job: its membership, and one running task per key group it owns. */
 export interface ScaleOutRunner {
@@ -109,13 +120,16 @@ interface Task {
  * process.on('SIGTERM', () => void runner.leave());
  */
 export async function runScaleOut(define: (task: ScaleOutTask) => Job, options: RunScaleOutOptions): Promise<ScaleOutRunner> {
-  const { storage, checkpointInterval = 1000, onTask, fromSavepoint, ...memberOptions } = options;
+  const { storage, checkpointInterval = 1000, taskTimeout = 60_000, onTask, fromSavepoint, ...memberOptions } = options;
   const { group, maxParallelism = DEFAULT_MAX_PARALLELISM, lease = DEFAULT_LEASE } = memberOptions;
   const who = `scale-out runner of group '${String(group)}'`;
   if (typeof define !== 'function') throw new JobDefinitionError(`${who}: give a function that makes a key group's job`);
   if (storage === null || typeof storage !== 'object' || typeof storage.write !== 'function') throw new JobDefinitionError(`${who}: storage must be a checkpoint storage every member shares, e.g. natsObjectCheckpointStorage(...)`);
   if (!(Number.isFinite(checkpointInterval) && checkpointInterval > 0)) throw new JobDefinitionError(`${who}: checkpointInterval must be a positive number of ms, got ${String(checkpointInterval)}`);
   if (fromSavepoint !== undefined && (typeof fromSavepoint !== 'string' || fromSavepoint === '')) throw new JobDefinitionError(`${who}: fromSavepoint must be the target of a group savepoint (scaleOutSavepoint), got ${String(fromSavepoint)}`);
+  if (!(Number.isFinite(taskTimeout) && taskTimeout >= 0)) throw new JobDefinitionError(`${who}: taskTimeout must be a number of ms ≥ 0, got ${String(taskTimeout)}`);
+  const retrying = <T>(what: string, keyGroup: number | undefined, attempt: () => Promise<T>, abandoned?: () => boolean) =>
+    untilDeadline(what, taskTimeout, attempt, (tries, delayMs, error) => onTask?.({ type: 'retry', ...(keyGroup === undefined ? {} : { keyGroup }), attempt: tries, delayMs, error }), abandoned);
 
   const tasks = new Map<number, Task>();
   // Key groups whose release began: their task never starts again before the member gave them up.
@@ -143,7 +157,10 @@ export async function runScaleOut(define: (task: ScaleOutTask) => Job, options: 
     if (answered && request.stop) return;
     const name = `${group}-kg${keyGroup}`;
     const dir = `${group}/kg-${keyGroup}/t${token}`;
-    const pointer = (await member.committed(keyGroup)) as Committed | undefined;
+    // Given up on once the key group is no longer this member's (fenced, or handed over while the server was away).
+    const abandoned = () => member.token(keyGroup) !== token || handingOver.has(keyGroup);
+    const pointer = (await retrying(`${name}: reading its committed checkpoint`, keyGroup, () => member.committed(keyGroup), abandoned)) as Committed | undefined;
+    if (abandoned()) return;
     let restoredFrom = typeof pointer?.checkpoint === 'string' ? pointer.checkpoint : undefined;
     // The job that took the savepoint restored from, when it is another group's.
     let savepointJob: string | undefined;
@@ -153,10 +170,8 @@ export async function runScaleOut(define: (task: ScaleOutTask) => Job, options: 
       if (restoredFrom === undefined) throw new CheckpointNotFoundError(`${who}: group savepoint '${fromSavepoint}' has no savepoint of key group ${keyGroup}; take the group savepoint again`);
       savepointJob = `${from}-kg${keyGroup}`;
     }
-    // The epoch before this one is dropped once this one committed a checkpoint of its own (it is full: it needs none
-    // of the former's files); a fenced owner's directories that never got committed are left for the operator.
-    const epochs = `${group}/kg-${keyGroup}/t`;
-    const former = pointer?.epoch ?? (restoredFrom?.startsWith(epochs) ? restoredFrom.slice(0, restoredFrom.indexOf('/', epochs.length)) : undefined);
+    // Every former owner's epoch, committed or fenced before it committed, is dropped once this one committed a
+    // checkpoint of its own (it is full: it needs none of their files).
     let committedOnce = false;
     const taskStorage = keyGroupStorage({
       shared: storage,
@@ -164,7 +179,7 @@ export async function runScaleOut(define: (task: ScaleOutTask) => Job, options: 
       job: name,
       commit: async (checkpoint) => {
         await member.commit(keyGroup, { checkpoint } satisfies Committed);
-        if (!committedOnce && former !== undefined && former !== dir) void storage.remove(former).catch(() => undefined);
+        if (!committedOnce) void removeFormerEpochs(storage, `${group}/kg-${keyGroup}`, token).catch(() => undefined);
         committedOnce = true;
       },
     });
@@ -267,7 +282,7 @@ export async function runScaleOut(define: (task: ScaleOutTask) => Job, options: 
     return task.stopping;
   };
 
-  member = await joinScaleOut({
+  member = await retrying(`${who}: joining`, undefined, () => joinScaleOut({
     ...memberOptions,
     onChange(owned) {
       const mine = new Set(owned);
@@ -302,7 +317,7 @@ export async function runScaleOut(define: (task: ScaleOutTask) => Job, options: 
       await applying;
       await stopTask(keyGroup);
     },
-  });
+  }));
   joined();
 
   const done = member.done.then(
@@ -314,7 +329,8 @@ export async function runScaleOut(define: (task: ScaleOutTask) => Job, options: 
       // Fenced: every task stops at once (their commits are refused anyway), not behind the changes queued.
       await Promise.all([...tasks.values()].map((task) => task.running.cancel().catch(() => undefined)));
       await applying;
-      throw error;
+      // A task that failed first (a server that stayed away past taskTimeout, say) is the cause worth telling.
+      throw failure ?? error;
     },
   );
   done.catch(() => undefined);
@@ -330,4 +346,28 @@ export async function runScaleOut(define: (task: ScaleOutTask) => Job, options: 
     },
     done,
   };
+}
+
+/**
+ * Runs `attempt` until it resolves, again after each failure that is not the job's fault (a server that did not answer)
+ * with a doubling delay (0.1 s to 5 s), reported to `onRetry`; past `timeout` ms it rejects with `ConnectorError`
+ * naming `what`. Stops retrying, resolving undefined, once `abandoned` holds.
+ */
+async function untilDeadline<T>(what: string, timeout: number, attempt: () => Promise<T>, onRetry: (attempt: number, delayMs: number, error: unknown) => void, abandoned?: () => boolean): Promise<T> {
+  const deadline = Date.now() + timeout;
+  for (let tries = 1; ; tries++) {
+    try {
+      return await attempt();
+    } catch (error) {
+      if (error instanceof JobDefinitionError || error instanceof OwnershipLostError) throw error;
+      const left = deadline - Date.now();
+      if (left <= 0) {
+        throw new ConnectorError(`${what}: the server did not answer for ${timeout} ms (${tries} attempts, last: ${String((error as Error)?.message ?? error)}); check that it runs and is reachable, or give a longer taskTimeout`, { cause: error });
+      }
+      const delayMs = Math.min(100 * 2 ** (tries - 1), 5000, left);
+      onRetry(tries, delayMs, error);
+      await new Promise((resolve) => setTimeout(resolve, delayMs));
+      if (abandoned?.() === true) return undefined as T;
+    }
+  }
 }

@@ -4,6 +4,7 @@ import type { Json } from '../../core/types.js';
 import { lazyNatsConnection, natsKv, type NatsConnectOptions } from '../connectors/nats/natsConnection.js';
 import { parseSavepointRequest, SAVEPOINT_REQUEST_KEY, savepointAnswerKey, type SavepointAnswer, type SavepointRequest } from './groupSavepoint.js';
 import { isRevisionConflict, tryCreate } from './kvFencing.js';
+import { watchLeaseExpiries, type LeaseExpiries } from './leaseExpiries.js';
 import { assignedKeyGroups } from './rendezvousAssignment.js';
 
 export interface ScaleOutMemberOptions {
@@ -77,6 +78,9 @@ export interface ScaleOutMember {
 
 /** How long a member's heartbeat and claims live without renewal by default, in ms. */
 export const DEFAULT_LEASE = 10_000;
+/** How long after a lease's expected expiry a member looks, and looks again while the server still holds it. */
+const EXPIRY_MARGIN = 20;
+const EXPIRY_RETRY = 50;
 
 /** A key group's lease and commit record: who owns it, and since which revision. */
 type Held = { lease: number; token: number };
@@ -84,8 +88,9 @@ type Held = { lease: number; token: number };
 /**
  * Joins a scale-out group on JetStream KV (Kafka Streams' consumer group, with no coordinator of weir's own): the
  * member heartbeats into `<group>-leases`, reads the live members back (by polling: expiry by the bucket's TTL sends
- * no watch event), computes the same sticky assignment of key groups as every other member (rendezvous hashing), and
- * claims its key groups by `create` on their lease keys, releasing those it no longer wins. A claim then bumps the key
+ * no watch event; a watch of the writes tells when each heartbeat and lease is due to run out, and the next round
+ * runs right then: see `watchLeaseExpiries`), computes the same sticky assignment of key groups as every other
+ * member (rendezvous hashing), and claims its key groups by `create` on their lease keys, releasing those it no longer wins. A claim then bumps the key
  * group's commit record by compare-and-set: that revision is the fencing token, and a former owner that was paused
  * past its lease has its next `commit` refused, and stops itself with `OwnershipLostError`.
  * @example
@@ -116,6 +121,8 @@ export async function joinScaleOut(options: ScaleOutMemberOptions): Promise<Scal
 
   const held = new Map<number, Held>();
   let live: string[] = [];
+  // Key groups assigned to this member that another still holds: their leases are the ones worth watching.
+  let wanted: number[] = [];
   let lastRenewal = Date.now();
   let stopped = false;
   // Leaving: no heartbeat, nothing assigned, every key group released; the member stops once it holds none.
@@ -139,6 +146,8 @@ export async function joinScaleOut(options: ScaleOutMemberOptions): Promise<Scal
     const request = entry === null || entry.operation !== 'PUT' ? undefined : parseSavepointRequest(entry.json());
     return request !== undefined && request.deadline > Date.now() ? request : undefined;
   };
+  // Set once the leases bucket is watched (before the first round).
+  let expiries: LeaseExpiries | undefined;
 
   /** Stops the member: it writes nothing more; `done` settles with the reason. */
   const stop = async (error?: OwnershipLostError): Promise<void> => {
@@ -149,6 +158,7 @@ export async function joinScaleOut(options: ScaleOutMemberOptions): Promise<Scal
   };
   /** Gives the key groups and the connection up, and settles `done`. */
   const finish = async (error?: OwnershipLostError): Promise<void> => {
+    expiries?.stop();
     held.clear();
     onChange?.([]);
     await connection.close().catch(() => undefined);
@@ -188,6 +198,32 @@ export async function joinScaleOut(options: ScaleOutMemberOptions): Promise<Scal
     clearTimeout(timer);
     timer = setTimeout(() => void loop(), 0);
   };
+  /**
+   * Milliseconds to the next round: a quarter lease, or sooner, just after the earliest expected expiry of another
+   * member (its heartbeat and the key-group leases it holds, renewed in the same round of its: its key groups are then
+   * assigned anew and free to claim in one round) or of a lease still held on a key group assigned to this member: a
+   * dead member's key groups are taken as its lease runs out, not up to a quarter lease later.
+   */
+  const nextRound = (): number => {
+    const now = Date.now();
+    let next = now + lease / 4;
+    const memberExpiry = (id: string) => {
+      const heartbeat = expiries?.expiresAt(`members.${id}`);
+      return heartbeat === undefined ? undefined : Math.max(heartbeat, expiries?.lastExpiryOf(id) ?? heartbeat);
+    };
+    const due = [...live.filter((id) => id !== member).map(memberExpiry), ...wanted.map((keyGroup) => expiries?.expiresAt(`kg.${keyGroup}`))];
+    for (const at of due) {
+      // Overdue by more than a quarter lease: the watch missed the renewals (it broke meanwhile) and tells nothing.
+      if (at === undefined || at < now - lease / 4) continue;
+      next = Math.min(next, Math.max(at + EXPIRY_MARGIN, now + EXPIRY_RETRY));
+    }
+    return next - now;
+  };
+  /** A heartbeat or lease deleted (a member left, a key group was handed over): a round claims what it freed now. */
+  const onDelete = (key: string): void => {
+    if (key.startsWith('members.') ? key !== `members.${member}` : wanted.includes(Number(key.slice('kg.'.length)))) wake();
+  };
+
   /** Starts giving a key group up: `release` runs while the rounds keep renewing its lease. */
   const startRelease = (keyGroup: number): { done: boolean } => {
     const handing = { done: release === undefined };
@@ -236,12 +272,15 @@ export async function joinScaleOut(options: ScaleOutMemberOptions): Promise<Scal
       }
     }
     lastRenewal = Date.now();
+    const stillHeld: number[] = [];
     for (const keyGroup of assigned) {
       if (stopped) return;
       if (held.has(keyGroup) || releasing.has(keyGroup)) continue;
       const revision = await tryCreate(leases, `kg.${keyGroup}`, member);
       if (revision !== undefined) await takeOver(keyGroup, revision);
+      else stillHeld.push(keyGroup);
     }
+    wanted = stillHeld;
     if (owned().join() !== before) onChange?.(owned());
     if (onSavepointRequest !== undefined && !leaving) {
       const request = await savepointRequest();
@@ -275,15 +314,23 @@ export async function joinScaleOut(options: ScaleOutMemberOptions): Promise<Scal
       await finish();
       return;
     }
-    timer = setTimeout(() => void loop(), rerun ? 0 : lease / 4);
+    timer = setTimeout(() => void loop(), rerun ? 0 : nextRound());
     rerun = false;
   };
-  await tick().catch(async (cause: unknown) => {
+  // The first round runs as a round does: a delete seen meanwhile asks for the next one at once (`rerun`).
+  inRound = true;
+  await (async () => {
+    // Without a watch (a user allowed no consumers, say), rounds run every quarter lease, as they always may.
+    expiries = await watchLeaseExpiries(leases, lease, onDelete).catch(() => undefined);
+    await tick();
+  })().catch(async (cause: unknown) => {
     await stop();
     throw new ConnectorError(`${who}: cannot join: ${String((cause as Error)?.message ?? cause)}`, { cause });
   });
+  inRound = false;
   if (held.size > 0) onChange?.(owned());
-  timer = setTimeout(() => void loop(), lease / 4);
+  timer = setTimeout(() => void loop(), rerun ? 0 : nextRound());
+  rerun = false;
 
   return {
     id: member,

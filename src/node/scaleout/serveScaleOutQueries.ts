@@ -9,7 +9,7 @@ import { serveQueryableState, type QueryableStateServer, type QueryableStateServ
 import type { ScaleOutRunner } from './runScaleOut.js';
 import { endpointKey, openGroup, readGroupStatus, type ScaleOutEndpoint, type ScaleOutStatus } from './scaleOutStatus.js';
 
-export interface ServeScaleOutQueriesOptions extends Omit<QueryableStateServerOptions, 'metrics' | 'liveView'> {
+export interface ServeScaleOutQueriesOptions extends Omit<QueryableStateServerOptions, 'metrics'> {
   /** The NATS servers of the runner's group, where the member advertises its address. */
   servers: string | string[];
   connection?: Omit<NatsConnectOptions, 'servers'>;
@@ -26,7 +26,9 @@ export interface ServeScaleOutQueriesOptions extends Omit<QueryableStateServerOp
  * it runs here (`QueryableStateUnavailableError`, 503, while its task starts); a key of a key group owned elsewhere
  * gets `KeyGroupNotOwnedError` (HTTP 421) naming its owner and
  * where that one serves. Key listings (`keys`) span members and are not served. `GET /v1/group` answers the group's
- * status (`scaleOutStatus`: members, owners, committed checkpoints) with this member's id and running key groups.
+ * status (`scaleOutStatus`: members, owners, committed checkpoints) with this member's id and running key groups;
+ * with `liveView`, the page at `/group` draws it (each member and the key groups it owns, each key group's committed
+ * checkpoint id and age), polling it each second.
  * @example
  * const runner = await runScaleOut(define, options);
  * const server = await serveScaleOutQueries(runner, { servers, port: 0 });

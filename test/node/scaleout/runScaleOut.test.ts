@@ -9,8 +9,10 @@ import { serverUp } from '../../support/servers';
 import { random } from '../../support/random';
 import { NATS, natsStreams, type NatsStreams } from '../connectors/natsStreams';
 import { NATS_SERVER_BINARY, privateNatsServer, type PrivateNatsServer } from '../../support/privateNatsServer';
+import { POSTGRES_URL, testSchema } from '../connectors/postgresSupport';
 
 const up = await serverUp('nats');
+const postgresUp = up && (await serverUp('postgres'));
 
 // Short, so that a dead member's key groups move on soon; long enough for a loaded 2-core machine to renew in time.
 const LEASE = 3000;
@@ -38,6 +40,9 @@ describe.skipIf(!up)('runScaleOut: one task per owned key group, in member proce
   let bucket = '';
   let servers = NATS;
   let server: PrivateNatsServer | undefined;
+  // The members' sink: NATS (`output`) unless a test points them at a PostgreSQL table.
+  let sinkArgs: string[] = [];
+  const db = testSchema(postgresUp);
   // Members started again whenever they exit unasked for (fenced because the loaded machine kept them from renewing
   // in time, or failed in an outage), as an operator's supervisor would; `planned` exits are the test's own doing.
   let supervision = { members: new Map<string, Child>(), planned: new Set<Child>(), unplanned: 0, finishing: false };
@@ -62,6 +67,7 @@ describe.skipIf(!up)('runScaleOut: one task per owned key group, in member proce
   const setUp = async (name: string, on = NATS) => {
     servers = on;
     supervision = { members: new Map(), planned: new Set(), unplanned: 0, finishing: false };
+    sinkArgs = [];
     const id = randomBytes(4).toString('hex');
     group = `weir-test-${name}-${id}`;
     bucket = `weir-test-${name}-chk-${id}`;
@@ -82,7 +88,7 @@ describe.skipIf(!up)('runScaleOut: one task per owned key group, in member proce
     output = await streams.create('wrout');
   };
   const start = (name: string): Child => {
-    const child = spawn(process.execPath, [fixture.file, servers, group, name, String(GROUPS), String(LEASE), input, output, bucket], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, [fixture.file, servers, group, name, String(GROUPS), String(LEASE), input, output, bucket, ...sinkArgs], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
     const { lines, waitFor } = childLines(child);
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
     const handle: Child = {
@@ -108,16 +114,17 @@ describe.skipIf(!up)('runScaleOut: one task per owned key group, in member proce
   /** How many messages the output stream holds. */
   const published = async () => (await streams.jsm.streams.info(output)).state.messages;
   /** Waits until the members published `count` counts; fails after 100 s with what each member printed last. */
-  const waitForOutput = async (count: number) => {
+  const waitForOutput = async (count: number, written = published) => {
     const deadline = Date.now() + 100_000;
-    while ((await published()) < count) {
-      if (Date.now() > deadline) throw new Error(`${await published()} of ${count} counts published after 100 s; ${membersSay()}`);
+    while ((await written()) < count) {
+      if (Date.now() > deadline) throw new Error(`${await written()} of ${count} counts written after 100 s; ${membersSay()}`);
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
   };
-  /** The last lines each supervised member printed, for a failure's message. */
+  /** The last lines each member printed (the supervised ones' latest processes, or every one started), for a failure's message. */
   const membersSay = () =>
-    [...supervision.members].map(([name, child]) => `${name}: ${child.lines.slice(-4).join(' | ')}`).join('; ') + `; ${supervision.unplanned} unplanned restarts`;
+    [...(supervision.members.size > 0 ? supervision.members.values() : children)].map((child) => `${child.name}: ${child.lines.slice(-6).join(' | ')}`).join('; ') +
+    `; ${supervision.unplanned} unplanned restarts`;
   /**
    * What one process running the same job publishes for `records` records: every user's counts 1…c, each once, in
    * order per user (a user's records are one partition's, read in order).
@@ -323,6 +330,36 @@ describe.skipIf(!up)('runScaleOut: one task per owned key group, in member proce
       expect(sorted(await outputPerUser()), `seed ${seed}, ${supervision.unplanned} unplanned restarts`).toEqual(sorted(oneProcessRun(records)));
     },
   );
+
+  it.skipIf(!postgresUp)('writes to PostgreSQL through postgresSink exactly once, with members SIGKILLed mid-run', { timeout: 300_000 }, async () => {
+    await setUp('pg');
+    const table = `${db.schema}.counts_${randomBytes(4).toString('hex')}`;
+    await db.sql(`CREATE TABLE ${table} ("user" text NOT NULL, n integer NOT NULL)`);
+    sinkArgs = [`postgres=${POSTGRES_URL}`, `table=${table}`];
+    const rows = async () => Number((await db.rows<{ count: string }>(`SELECT count(*) FROM ${table}`))[0]!.count);
+    const names = ['m-a', 'm-b'];
+    for (const name of names) supervise(name);
+    await Promise.all([...supervision.members.values()].map((child) => child.waitFor((line) => line === 'joined')));
+    const BATCH = 300;
+    let records = 0;
+    // Each round: records in, some of them written, then a member SIGKILLed (its key groups go to the other once its
+    // lease ran out, restored from the last commit, whose rows the sink's progress table tells were written already).
+    for (let round = 0; round < 3; round++) {
+      await produce(records, records + BATCH);
+      records += BATCH;
+      await waitForOutput(records - BATCH / 2, rows);
+      const victim = supervision.members.get(names[round % 2]!)!;
+      supervision.planned.add(victim);
+      victim.process.kill('SIGKILL');
+      await victim.exited;
+      supervise(victim.name);
+    }
+    await waitForOutput(records, rows);
+    await finish();
+    const got = new Map<string, number[]>();
+    for (const { user, n } of await db.rows<{ user: string; n: number }>(`SELECT "user", n FROM ${table} ORDER BY "user", n`)) got.set(user, [...(got.get(user) ?? []), n]);
+    expect(sorted(got), `${supervision.unplanned} unplanned restarts; ${membersSay()}`).toEqual(sorted(oneProcessRun(records)));
+  });
 
   it.skipIf(!NATS_SERVER_BINARY)('loses and doubles nothing when the nats-server is killed and started again mid-run', { timeout: 300_000 }, async () => {
     server = await privateNatsServer('scaleout-restart');

@@ -66,7 +66,7 @@ describe.skipIf(!up)('scale-out savepoints and retention: a group savepoint, gro
   };
   /** A runner of the fixture in a process of its own: counts per user of `input`, published to `output`. */
   const start = (group: string, name: string, output: string, fromSavepoint?: string): Child => {
-    const args = [fixture.file, NATS, group, name, String(GROUPS), String(LEASE), input, output, bucket, ...(fromSavepoint === undefined ? [] : [fromSavepoint])];
+    const args = [fixture.file, NATS, group, name, String(GROUPS), String(LEASE), input, output, bucket, ...(fromSavepoint === undefined ? [] : [`from=${fromSavepoint}`])];
     const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
     const { lines, waitFor } = childLines(child);
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
