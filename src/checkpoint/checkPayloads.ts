@@ -1,4 +1,6 @@
 import { CheckpointCorruptedError } from '../core/errors.js';
+import type { ShapedEntries } from '../core/types.js';
+import { expandShaped, shapedProblem } from '../state/shapedEntries.js';
 import type { StateFileEntry, OperatorStatePayload } from '../storage/layout.js';
 
 /**
@@ -95,7 +97,7 @@ export function checkStatePayload(value: unknown, uid: string, name: string): Op
   checkGroups(keyed.keyGroups, 'entries', 3);
   if (keyed.removed !== undefined) checkGroups(keyed.removed, 'removals', 2);
   // Unbucketed entries (format version 2), flat, with the key-group range they lie in.
-  if (keyed.flat !== undefined || keyed.flatNamespaced !== undefined || keyed.range !== undefined) {
+  if (keyed.flat !== undefined || keyed.flatNamespaced !== undefined || keyed.shaped !== undefined || keyed.range !== undefined) {
     const range = keyed.range;
     const validRange = range === undefined || (Array.isArray(range) && range.length === 2 && isIndex(range[0]) && isIndex(range[1]) && range[0] <= range[1]);
     if (!validRange) throw corrupt('its keyed entries have no key-group range [first, last]');
@@ -111,6 +113,15 @@ export function checkStatePayload(value: unknown, uid: string, name: string): Op
     };
     checkFlat(keyed.flat, 'flat entries', 3);
     checkFlat(keyed.flatNamespaced, 'namespaced flat entries', 4);
+    // Rows (format version 5) are read as the flat entries they stand for: every reader sees one form.
+    if (keyed.shaped !== undefined) {
+      const problem = shapedProblem(keyed.shaped, states);
+      if (problem !== undefined) throw corrupt(problem);
+      const flat = (keyed.flat as unknown[] | undefined) ?? [];
+      expandShaped(keyed.shaped as ShapedEntries[], flat);
+      keyed.flat = flat;
+      delete keyed.shaped;
+    }
   }
   return value as unknown as OperatorStatePayload;
 }

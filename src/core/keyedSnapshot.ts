@@ -42,8 +42,25 @@ export interface KeyedStatePayload {
   readonly flat?: unknown[];
   /** Like `flat`, for state scoped to a namespace (a window): `state, encodedKey, encodedValue, namespace` quadruples. */
   readonly flatNamespaced?: unknown[];
-  /** With `flat` / `flatNamespaced`: the key groups `[first, last]` their entries may belong to (the writing instance's range). */
+  /**
+   * Like `flat`, for values that are plain objects of one shape (the same fields in the same order, each a string,
+   * finite number, boolean or null), as rows of their fields: cheaper to stringify than objects and to check than
+   * a value's whole tree. Only in state files (format version 5) and in the pieces of
+   * `KeyedSnapshot.materializeShapedChunks`; a reader gets them as `flat` entries (`checkStatePayload` expands them).
+   */
+  readonly shaped?: ShapedEntries[];
+  /** With `flat` / `flatNamespaced` / `shaped`: the key groups `[first, last]` their entries may belong to (the writing instance's range). */
   readonly range?: [number, number];
+}
+
+/**
+ * Entries of one state whose values are objects with `fields`, not scoped to a namespace: `rows` holds, per entry,
+ * the encoded key then the value of each field, so `{ key: 'k1', n: 3 }` under key `'k1'` is `'k1', 'k1', 3`.
+ */
+export interface ShapedEntries {
+  readonly state: number;
+  readonly fields: string[];
+  readonly rows: unknown[];
 }
 
 /** One key's value of one state in one namespace, encoded. */
@@ -73,6 +90,12 @@ export interface KeyedSnapshot {
    * set whichever way it is materialised, so a delta is only meaningful on top of the previous snapshot's state.
    */
   materializeChangeChunks?(maxEntries: number): Iterable<KeyedStatePayload>;
+  /**
+   * Like `materializeChunks` of a snapshot with `flatChunks`, but values of states whose serializer keeps plain
+   * values as they are (`Serializer.plainAsIs`) may come as rows (`KeyedStatePayload.shaped`): for a writer that
+   * builds state files of the pieces (`FlatStateFileBuilder`), which readers expand back into entries.
+   */
+  materializeShapedChunks?(maxEntries: number): Iterable<KeyedStatePayload>;
   /** Releases copy-on-write bookkeeping; called once the payload is produced or the checkpoint aborted. */
   release(): void;
   /**

@@ -18,7 +18,7 @@ function serializeRich(value: unknown): ReturnType<typeof superjson.serialize> {
 
 /** Plain JSON: the fastest choice for values made only of objects, arrays, strings, finite numbers, booleans, null. */
 export function jsonSerializer<T>(): Serializer<T> {
-  return { id: 'json', version: 1, encode: (value) => value, decode: (encoded) => encoded as T };
+  return { id: 'json', version: 1, plainAsIs: true, encode: (value) => value, decode: (encoded) => encoded as T };
 }
 
 /** superjson: keeps Date, Map, Set, BigInt, undefined, RegExp; 9-17× slower than JSON on large maps. */
@@ -31,7 +31,8 @@ export function superjsonSerializer<T>(): Serializer<T> {
   };
 }
 
-const RICH = '$superjson';
+/** The key that wraps a value superjson encoded (`auto`): an object owning it is not plain. */
+export const RICH = '$superjson';
 
 /**
  * The default: values that are plain JSON are stored as they are, and only the others pay for superjson, wrapped
@@ -43,6 +44,7 @@ export function autoSerializer<T>(): Serializer<T> {
   return {
     id: 'auto',
     version: 1,
+    plainAsIs: true,
     encode: (value) => (isPlainJson(value, 0) ? value : (setAside(value) ?? { [RICH]: serializeRich(value) })),
     decode: (encoded) => {
       if (encoded instanceof SetAsideValue) return encoded.value as T;

@@ -1,6 +1,7 @@
 import CRC32 from 'crc-32';
 import { CheckpointCorruptedError } from '../core/errors.js';
 import { revivingSetAside } from '../state/setAsideValues.js';
+import type { ShapedEntries } from '../core/types.js';
 import { BufferPool } from './bufferPool.js';
 import { xxh32 } from './xxh32.js';
 
@@ -17,9 +18,13 @@ import { xxh32 } from './xxh32.js';
  *
  * Version 4 is a file of any kind whose checksum is XXH32 (`"xxh32":H`, see `xxh32.ts`) instead of CRC-32: what
  * weir writes where there is no native CRC-32 (browsers), and which a weir reading up to version 3 refuses by its
- * version instead of as a checksum mismatch. All four are read.
+ * version instead of as a checksum mismatch.
+ *
+ * Version 5 is a state file whose keyed payload holds values as rows of their fields (`shaped`, see
+ * `KeyedStatePayload.shaped`), which a weir reading up to version 4 would silently skip; its header names its
+ * checksum (`crc32` or `xxh32`). All five are read.
  */
-export const FORMAT_VERSION = 4;
+export const FORMAT_VERSION = 5;
 
 /** `history` is a job's record of its failed checkpoints (`failureHistory.ts`). */
 export type FileKind = 'state' | 'metadata' | 'history';
@@ -38,19 +43,23 @@ const MAX_NESTING = 512;
 const OLDEST_VERSION = 1;
 
 /**
- * The version a payload needs: 4 with an XXH32 checksum, else 3 with set-aside values, 2 for a state file with
- * unbucketed keyed entries, 1 otherwise.
+ * The version a payload needs: 5 for a state file with rows (`shaped`), else 4 with an XXH32 checksum, else 3 with
+ * set-aside values, 2 for a state file with unbucketed keyed entries, 1 otherwise.
  */
 function versionOf(kind: FileKind, payload: unknown, setAside: number): number {
+  const keyed = kind === 'state' ? (payload as { keyed?: { flat?: unknown; flatNamespaced?: unknown; shaped?: unknown } } | null)?.keyed : undefined;
+  if (keyed?.shaped !== undefined) return 5;
   if (CHECKSUM.name === 'xxh32') return 4;
   if (kind !== 'state') return 1;
-  const keyed = (payload as { keyed?: { flat?: unknown; flatNamespaced?: unknown } } | null)?.keyed;
-  return stateVersion(keyed?.flat !== undefined || keyed?.flatNamespaced !== undefined, setAside);
+  return stateVersion(keyed?.flat !== undefined || keyed?.flatNamespaced !== undefined, setAside, false);
 }
 
-/** The version of a state file: 4 with an XXH32 checksum, else 3 with set-aside values, 2 with unbucketed keyed entries (`flat`), 1 otherwise. */
-function stateVersion(flat: boolean, setAside: number): number {
-  return CHECKSUM.name === 'xxh32' ? 4 : setAside > 0 ? 3 : flat ? 2 : 1;
+/**
+ * The version of a state file: 5 with rows (`shaped`), else 4 with an XXH32 checksum, else 3 with set-aside values,
+ * 2 with unbucketed keyed entries (`flat`), 1 otherwise.
+ */
+function stateVersion(flat: boolean, setAside: number, shaped: boolean): number {
+  return shaped ? 5 : CHECKSUM.name === 'xxh32' ? 4 : setAside > 0 ? 3 : flat ? 2 : 1;
 }
 
 /** Node's native CRC-32 (`zlib.crc32`), looked up without an import so that bundles for the browser do not pull `node:zlib` in; none in browsers. */
@@ -112,11 +121,14 @@ export function encodeFile(kind: FileKind, payload: unknown, setAside = 0): Uint
  * Buffers come from `pool`, where the caller gives the file's back once written (see `BufferPool`).
  */
 export class FlatStateFileBuilder {
-  /** Room for the header, then the body so far: the payload's head and the `flat` list, left open. */
+  /** Room for the header, then the body so far: the payload's head and its first list of entries, left open. */
   private readonly body: ByteList;
-  /** The `flatNamespaced` list, left open, joined to the body by `finish`. */
-  private namespaced: ByteList | undefined;
-  private flatItems = false;
+  /**
+   * The file's lists of entries, each left open, by name: `flat`, `namespaced`, or a shape of rows as
+   * `[state, fields]` in JSON. The first to get entries is written into the body (most files have one list: no
+   * copy); the others into buffers of their own, joined to the body by `finish`.
+   */
+  private readonly lists = new Map<string, ByteList>();
   private sized = false;
   /** Entries added so far. */
   entries = 0;
@@ -134,21 +146,27 @@ export class FlatStateFileBuilder {
     this.body.append(`{"uid":${JSON.stringify(uid)},"keyed":{"states":${JSON.stringify(states)},"keyGroups":[]`);
   }
 
-  /** Adds a piece's `flat` and `flatNamespaced` entries (its states and range must be this file's). */
-  add(piece: { readonly flat?: readonly unknown[]; readonly flatNamespaced?: readonly unknown[] }): void {
-    const { flat, flatNamespaced } = piece;
-    if (flat !== undefined && flat.length > 0) {
-      if (this.flatItems) this.sizeFor(this.expectedEntries);
-      else this.body.append(',"flat":');
-      this.body.appendItems(JSON.stringify(flat), this.flatItems);
-      this.flatItems = true;
-    }
-    if (flatNamespaced !== undefined && flatNamespaced.length > 0) {
-      const first = this.namespaced === undefined;
-      this.namespaced ??= new ByteList(this.pool, INITIAL_BYTES);
-      this.namespaced.appendItems(JSON.stringify(flatNamespaced), !first);
-    }
-    this.entries += (flat?.length ?? 0) / 3 + (flatNamespaced?.length ?? 0) / 4;
+  /** Adds a piece's `flat`, `flatNamespaced` and `shaped` entries (its states and range must be this file's). */
+  add(piece: { readonly flat?: readonly unknown[]; readonly flatNamespaced?: readonly unknown[]; readonly shaped?: readonly ShapedEntries[] }): void {
+    const { flat, flatNamespaced, shaped } = piece;
+    if (flat !== undefined && flat.length > 0) this.addTo(FLAT, flat, 3);
+    if (flatNamespaced !== undefined && flatNamespaced.length > 0) this.addTo(NAMESPACED, flatNamespaced, 4);
+    if (shaped !== undefined) for (const { state, fields, rows } of shaped) if (rows.length > 0) this.addTo(JSON.stringify([state, fields]), rows, fields.length + 1);
+  }
+
+  /** Appends `items` (entries of `width` items each) to the list `name`, opening it with its first items. */
+  private addTo(name: string, items: readonly unknown[], width: number): void {
+    let list = this.lists.get(name);
+    const more = list !== undefined;
+    if (list === undefined) {
+      list = this.lists.size === 0 ? this.body : new ByteList(this.pool, INITIAL_BYTES);
+      this.lists.set(name, list);
+      // A list in a buffer of its own is written without its name: `finish` puts it in its place.
+      if (list === this.body) list.append(name === FLAT ? ',"flat":' : name === NAMESPACED ? ',"flatNamespaced":' : `,"shaped":[${rowsHead(name)}`);
+      else if (name !== FLAT && name !== NAMESPACED) list.append(rowsHead(name));
+    } else if (list === this.body) this.sizeFor(this.expectedEntries);
+    list.appendItems(JSON.stringify(items), more);
+    this.entries += items.length / width;
   }
 
   /**
@@ -164,21 +182,45 @@ export class FlatStateFileBuilder {
 
   /** The file, with `operator` as the payload's operator state; `setAside` counts the values its markers refer to (version 3). */
   finish(operator: unknown, setAside = 0): Uint8Array {
-    const { body, namespaced } = this;
-    if (this.flatItems) body.append(']');
-    if (namespaced !== undefined) {
-      body.append(',"flatNamespaced":');
-      body.appendBytes(namespaced.bytes.subarray(0, namespaced.length));
+    const { body, lists } = this;
+    const shapes = [...lists.keys()].filter((name) => name !== FLAT && name !== NAMESPACED);
+    const first = lists.keys().next().value;
+    const join = (name: string, before: string, after: string) => {
+      const list = lists.get(name);
+      if (list === undefined) return;
+      if (list !== body) {
+        body.append(before);
+        body.appendBytes(list.bytes.subarray(0, list.length));
+        this.pool.give(list.bytes);
+      }
+      body.append(after);
+    };
+    // The body's own list is closed first, then the others follow in their places.
+    if (first === FLAT || first === NAMESPACED) join(first, '', ']');
+    if (shapes.length > 0) {
+      if (first !== shapes[0]) body.append(',"shaped":[');
+      shapes.forEach((name, index) => join(name, index === 0 ? '' : ',', ']}'));
       body.append(']');
-      this.pool.give(namespaced.bytes);
     }
+    if (first !== FLAT) join(FLAT, ',"flat":', ']');
+    if (first !== NAMESPACED) join(NAMESPACED, ',"flatNamespaced":', ']');
     const tail = operator === undefined ? '' : `,"operator":${JSON.stringify(operator) ?? 'null'}`;
     body.append(`,"range":${JSON.stringify(this.range)}}${tail}}`);
     const payload = body.bytes.subarray(MAX_HEADER, body.length);
-    const header = encoder.encode(headerLine('state', stateVersion(true, setAside), payload, setAside));
+    const header = encoder.encode(headerLine('state', stateVersion(true, setAside, shapes.length > 0), payload, setAside));
     body.bytes.set(header, MAX_HEADER - header.length);
     return body.bytes.subarray(MAX_HEADER - header.length, body.length);
   }
+}
+
+/** Names of a state file's lists that are not rows (`FlatStateFileBuilder.lists`). */
+const FLAT = 'flat';
+const NAMESPACED = 'namespaced';
+
+/** The head of a list of rows named `[state, fields]` in JSON, up to its open `rows`. */
+function rowsHead(shape: string): string {
+  const [state, fields] = JSON.parse(shape) as [number, string[]];
+  return `{"state":${state},"fields":${JSON.stringify(fields)},"rows":`;
 }
 
 /** Bytes a file's buffer starts with, before its first pieces tell how many it needs. */
@@ -290,8 +332,9 @@ export function checkFile(kind: FileKind, bytes: Uint8Array, name: string, value
   }
   const body = bytes.subarray(end + 1);
   if (header.length !== body.length) throw corrupt(`expected ${String(header.length)} payload bytes, found ${body.length} (truncated or extended)`);
-  // Version 4 is checked with XXH32, every earlier one with CRC-32.
-  const [expected, checksum] = header.version === 4 ? [header.xxh32, CHECKSUMS.xxh32(body)] : [header.crc32, CHECKSUMS.crc32(body)];
+  // Version 4 is checked with XXH32, every earlier one with CRC-32, and version 5 with the one its header names.
+  const xxh = header.version === 4 || (header.version === 5 && header.xxh32 !== undefined);
+  const [expected, checksum] = xxh ? [header.xxh32, CHECKSUMS.xxh32(body)] : [header.crc32, CHECKSUMS.crc32(body)];
   if (expected !== checksum) throw corrupt('checksum mismatch');
   const scanned = checked !== undefined && checked.checksum === checksum && checked.length === body.length;
   if (!scanned && nestedDeeperThan(body, MAX_NESTING)) throw corrupt(`payload is nested deeper than ${MAX_NESTING} levels`);

@@ -159,7 +159,8 @@ export class SnapshotWriter {
           // Rich values go beside the file where the storage clones them, but never into a savepoint, which stays self-contained.
           const setAside = storage.writeStructured !== undefined && target.kind === 'checkpoint';
           if (changes === undefined && state.keyed.flatChunks === true) {
-            const pieces = state.keyed.materializeChunks(PIECE_ENTRIES);
+            // Rows where the backend has them: the builder of a file writes them, and every reader expands them.
+            const pieces = state.keyed.materializeShapedChunks?.(PIECE_ENTRIES) ?? state.keyed.materializeChunks(PIECE_ENTRIES);
             written = await writeFlatChunks(pieces, { uid, subtask, range }, operator, CHUNK_ENTRIES, setAside, () => running.ended, write, state.keyed.entries, storage.releasesWrittenData === true ? this.buffers : undefined);
           } else {
             const chunks = (changes ?? state.keyed.materializeChunks).call(state.keyed, CHUNK_ENTRIES);

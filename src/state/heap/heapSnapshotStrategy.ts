@@ -1,6 +1,7 @@
 import { keyGroupOf } from '../../core/keyGroups.js';
-import type { Key, KeyGroupRange, KeyedSnapshot, KeyedStatePayload, Serializer, StateMeta } from '../../core/types.js';
+import type { Key, KeyGroupRange, KeyedSnapshot, KeyedStatePayload, Serializer, ShapedEntries, StateMeta } from '../../core/types.js';
 import { encodeKey } from '../keyCodec.js';
+import { putRow, shapeOf } from '../shapedEntries.js';
 import { SnapshotChunker, wholePayload } from '../snapshotChunker.js';
 import { metaOf } from '../stateChecks.js';
 import { compactSources, type PendingSource, type PendingState } from './pendingState.js';
@@ -50,7 +51,7 @@ export class HeapSnapshotStrategy {
       released = true;
       for (const [, table, overlay] of tables) table.removeOverlay(overlay);
     };
-    const chunks = (maxEntries: number): Generator<KeyedStatePayload> => this.chunks(tables, restored, maxEntries, release);
+    const chunks = (maxEntries: number, shaped = false): Generator<KeyedStatePayload> => this.chunks(tables, restored, maxEntries, release, shaped);
     // The tables as of the barrier (now); restored sources not compacted yet may count a key more than once.
     let entries = 0;
     for (const [, table] of tables) entries += table.live.size;
@@ -58,7 +59,8 @@ export class HeapSnapshotStrategy {
     const snapshot: KeyedSnapshot = {
       release,
       materialize: () => wholePayload(stateIndexes(tables, restored).states, chunks(Infinity)),
-      materializeChunks: chunks,
+      materializeChunks: (maxEntries) => chunks(maxEntries),
+      materializeShapedChunks: (maxEntries) => chunks(maxEntries, true),
       flatChunks: true,
       entries,
     };
@@ -123,9 +125,10 @@ export class HeapSnapshotStrategy {
    * whole instances, so the key groups are computed only by a reader that filters, see `forEachPayloadEntry`), at
    * most `maxEntries` a piece. Each table's keys and values are taken when its turn comes (what the snapshot sees;
    * processing goes on between pieces), and values are encoded one piece at a time, so the encoded form of the
-   * whole state never exists at once.
+   * whole state never exists at once. With `shaped`, the values of a table whose serializer keeps plain values as
+   * they are go as rows (`shaped`, see `shapedEntries.ts`) when they have the shape of its first such value.
    */
-  private *chunks(tables: readonly CapturedTable[], pending: readonly PendingCapture[], maxEntries: number, release: () => void): Generator<KeyedStatePayload> {
+  private *chunks(tables: readonly CapturedTable[], pending: readonly PendingCapture[], maxEntries: number, release: () => void, shaped: boolean): Generator<KeyedStatePayload> {
     try {
       const { states, tableStates, pendingStates } = stateIndexes(tables, pending);
       const range: [number, number] = [this.range.start, this.range.end];
@@ -151,35 +154,93 @@ export class HeapSnapshotStrategy {
       let at = 0;
       let namespaced: unknown[] = [];
       let count = 0;
+      // Rows of the table being read (`shaped`): its state, the fields of its values, the rows so far in this piece.
+      let shapedList: ShapedEntries[] = [];
+      let rowState = 0;
+      let fields: string[] | undefined;
+      let rows: unknown[] | undefined;
+      let rowsAt = 0;
+      const closeRows = () => {
+        if (rows !== undefined && rowsAt > 0) {
+          rows.length = rowsAt;
+          shapedList.push({ state: rowState, fields: fields!, rows });
+        }
+        rows = undefined;
+        rowsAt = 0;
+      };
       const take = (): KeyedStatePayload => {
+        closeRows();
         flat.length = at;
         remaining -= count;
-        const payload: KeyedStatePayload =
-          namespaced.length === 0
-            ? { states, keyGroups: [], flat, range }
-            : flat.length === 0
-              ? { states, keyGroups: [], flatNamespaced: namespaced, range }
-              : { states, keyGroups: [], flat, flatNamespaced: namespaced, range };
+        const payload: KeyedStatePayload = {
+          states,
+          keyGroups: [],
+          ...(flat.length > 0 || (namespaced.length === 0 && shapedList.length === 0) ? { flat } : {}),
+          ...(namespaced.length > 0 ? { flatNamespaced: namespaced } : {}),
+          ...(shapedList.length > 0 ? { shaped: shapedList } : {}),
+          range,
+        };
         flat = pieceOf();
         at = 0;
         namespaced = [];
+        shapedList = [];
         count = 0;
         return payload;
       };
+      // Puts one entry of the table being read into the piece: as a row when it has the table's shape.
+      let serializer: Serializer<unknown>;
+      let state = 0;
+      let namespace = '';
+      let shapeTries = 0;
+      const put = (key: Key, value: unknown) => {
+        if (fields === undefined && shapeTries > 0) {
+          shapeTries--;
+          fields = shapeOf(value);
+        }
+        if (fields !== undefined) {
+          rows ??= new Array<unknown>((fields.length + 1) * Math.max(1, Math.min(maxEntries - count, remaining - count)));
+          const end = putRow(rows, rowsAt, encodeKey(key), value, fields);
+          if (end >= 0) {
+            rowsAt = end;
+            return;
+          }
+        }
+        if (namespace === '') {
+          flat[at++] = state;
+          flat[at++] = encodeKey(key);
+          flat[at++] = serializer.encode(value);
+        } else namespaced.push(state, encodeKey(key), serializer.encode(value), namespace);
+      };
       for (let source = 0; source < tables.length; source++) {
-        const [namespace, table, overlay] = tables[source]!;
-        const state = tableStates[source]!;
-        const serializer = table.descriptor.serializer;
+        const [tableNamespace, table, overlay] = tables[source]!;
+        closeRows();
+        namespace = tableNamespace;
+        state = rowState = tableStates[source]!;
+        serializer = table.descriptor.serializer;
+        fields = undefined;
+        // The shape is taken from the first values that have one (a few: a table of odd values stays flat).
+        shapeTries = shaped && namespace === '' && serializer.plainAsIs === true ? SHAPE_TRIES : 0;
         // Each table's keys and values as of the snapshot, taken when its turn comes (see `captureAsOf`): the
         // tables are not copied all at once, and only the keys written since the barrier are looked up.
         const { keys, values, missing } = table.captureAsOf(overlay);
+        if (shapeTries > 0) {
+          for (let i = 0; i < keys.length; i++) {
+            put(keys[i]!, values[i]);
+            if (++count >= maxEntries) yield take();
+          }
+          for (const [key, value] of missing) {
+            put(key, value);
+            if (++count >= maxEntries) yield take();
+          }
+          continue;
+        }
+        // No rows: the entries go as they are, without the call per entry of `put`.
         for (let i = 0; i < keys.length; i++) {
-          const value = values[i];
           if (namespace === '') {
             flat[at++] = state;
             flat[at++] = encodeKey(keys[i]!);
-            flat[at++] = serializer.encode(value);
-          } else namespaced.push(state, encodeKey(keys[i]!), serializer.encode(value), namespace);
+            flat[at++] = serializer.encode(values[i]);
+          } else namespaced.push(state, encodeKey(keys[i]!), serializer.encode(values[i]), namespace);
           if (++count >= maxEntries) yield take();
         }
         for (const [key, value] of missing) {
@@ -191,6 +252,7 @@ export class HeapSnapshotStrategy {
           if (++count >= maxEntries) yield take();
         }
       }
+      closeRows();
       for (let index = 0; index < restored.length; index++) {
         const state = pendingStates[index]!;
         const source = restored[index];
@@ -218,6 +280,9 @@ export class HeapSnapshotStrategy {
     }
   }
 }
+
+/** Values of a table tried for a shape before its values are written as they are (`chunks`). */
+const SHAPE_TRIES = 16;
 
 /** The payload's `states`, and the index in it of each snapshot table's state and each pending state's. */
 function stateIndexes(tables: readonly CapturedTable[], pending: readonly PendingCapture[]) {
