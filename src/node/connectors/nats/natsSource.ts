@@ -21,7 +21,8 @@ export interface NatsSourceOptions<T> {
   subjects?: readonly string[];
   /**
    * Makes a record of a message, `eventTime` being what `timestamp` read from it (undefined without `timestamp`).
-   * Throwing marks the message malformed. By default the payload parsed as JSON.
+   * Throwing marks the message malformed. By default the payload parsed as JSON. A batch's records (`Weir-Batch`,
+   * written by `toNats({ batch })`) come one by one as a `NatsBatchedRecord`: the record's payload, its message's rest.
    */
   parse?: (message: JsMsg, eventTime: number | undefined) => T;
   /**
@@ -34,7 +35,7 @@ export interface NatsSourceOptions<T> {
    * `false` reads on forever. A subtask reads its splits side by side, so one subtask can follow every subject.
    */
   bounded?: boolean;
-  /** Messages per pull, at most (1000 by default). */
+  /** Messages per pull, at most (1000 by default); a batch of records counts as one. */
   batch?: number;
   /** How long a pull waits when a split has nothing left, in ms (≥ 1000, by default 1000); barriers wait as long. */
   expires?: number;
@@ -51,8 +52,8 @@ type NatsSplit = { subject: string; end: number | null };
 
 /**
  * A replayable source over a NATS JetStream stream (Flink's FLIP-27 source over a broker): each subject is a split
- * whose offset is the last stream sequence read, saved in checkpoints; a restore reads each split again from the
- * sequence after it, with an ordered consumer, so the job's state counts every message once. The server's ack state
+ * whose offset is the last stream sequence read (or, in the middle of a batch message, its sequence and the records
+ * read of it), saved in checkpoints; a restore reads each split again from the position after it, with an ordered consumer, so the job's state counts every message once. The server's ack state
  * plays no part in what is replayed. Bounded by default: it ends at the stream's last sequence when the job started.
  * @example
  * job.source(natsSource({ servers: '127.0.0.1:4222', stream: 'ORDERS', parse: (m) => m.json<Order>() }), { uid: 'orders' })
