@@ -221,8 +221,20 @@ function cpuMs(pid: number | undefined): number | undefined {
   }
 }
 
-/** The loopback nats-server's pid, to count its CPU beside the members' (it shares the machine's cores with them). */
+/**
+ * The pid of the nats-server the bench uses (the one listening on SERVERS' port: other servers may run beside it), to
+ * count its CPU beside the members' (it shares the machine's cores with them). Point BENCH_NATS at a server of the
+ * bench's own for a figure that counts no other client's work.
+ */
 function natsServerPid(): number | undefined {
+  const port = SERVERS.split(',')[0]!.split(':').at(-1);
+  try {
+    const listening = execFileSync('ss', ['-Hltnp', `sport = :${port}`], { encoding: 'utf8' });
+    const pid = /pid=(\d+)/.exec(listening)?.[1];
+    if (pid !== undefined) return Number(pid);
+  } catch {
+    // No `ss`: the first nats-server there is.
+  }
   try {
     return Number(execFileSync('pidof', ['nats-server'], { encoding: 'utf8' }).trim().split(' ')[0]) || undefined;
   } catch {

@@ -27,19 +27,7 @@ describe.skipIf(!up)('NATS batches: several records per message', () => {
   });
 
   /** Publishes each batch of records as one message (a plain one for a single record, as toNats does). */
-  const publishBatches = async (subject: string, batches: readonly Event[][]): Promise<void> => {
-    const js = jetstream(nats.connection);
-    for (const batch of batches) {
-      const payloads = batch.map((e) => JSON.stringify(e));
-      if (payloads.length === 1) {
-        await js.publish(subject, payloads[0]!);
-        continue;
-      }
-      const h = headers();
-      h.set(NATS_BATCH_HEADER, String(payloads.length));
-      await js.publish(subject, natsBatchPayload(payloads), { headers: h });
-    }
-  };
+  const publishBatches = (subject: string, batches: readonly Event[][]) => nats.publishBatches(batches.map((batch) => [subject, batch.map((e) => JSON.stringify(e))]));
 
   it('toNats packs each subject’s records into messages of maxRecords, and natsSource reads them back record by record', { timeout: 60_000 }, async () => {
     const stream = await nats.create('weir_batch_rt');

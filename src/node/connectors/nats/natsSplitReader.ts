@@ -42,6 +42,8 @@ export interface NatsSplitReading<T> {
 /** A message pulled and not yet handed to the engine in full. */
 interface Fetched {
   readonly message: JsMsg;
+  /** How many records it holds, by its header (1 without one). */
+  readonly count: number;
   /** Its records' payloads once split (a batch), `null` for a message of one record, undefined before it is looked at. */
   records: string[] | null | undefined;
   /** How many of its records were handed out. */
@@ -63,7 +65,8 @@ interface Fetched {
  * engine asked for (in messages: records asked for over records per message, as the last pull found them): a pull
  * never waits for messages that are not there, and never brings more than the job takes (an unbounded pull floods
  * the client and the server cuts it off as a slow consumer). With nothing left it asks for one message and waits up
- * to `expires` for it, so an idle split still returns between reads for barriers.
+ * to `expires` for it, so an idle split still returns between reads for barriers. The next pull goes out as soon as
+ * fewer records are queued than the engine asks for per read, so the round trip overlaps the job's work.
  */
 export function natsSplitReader<T>(reading: NatsSplitReading<T>): SourceReader<T> {
   const { js, stream, subject, end, batch, expires } = reading;
@@ -123,9 +126,10 @@ export function natsSplitReader<T>(reading: NatsSplitReading<T>): SourceReader<T
         // then the consumer started at a later one, whose records are all new).
         const next = skip > 0 && message.seq === last + 1 ? skip : 0;
         skip = 0;
-        queue.push({ message, records: undefined, next });
+        const held = Number(message.headers?.get(NATS_BATCH_HEADER) || 1) || 1;
+        queue.push({ message, count: held, records: undefined, next });
         count++;
-        records += Number(message.headers?.get(NATS_BATCH_HEADER) || 1) || 1;
+        records += held;
       }
     } catch (error) {
       return error;
@@ -191,14 +195,14 @@ export function natsSplitReader<T>(reading: NatsSplitReading<T>): SourceReader<T
     return records;
   };
 
-  /** Pulls messages when none wait, then hands records out: the read of an empty queue. */
-  const fill = async (max: number): Promise<T[] | null> => {
+  /** One pull into the queue (none at the end of a bounded split: it closes), failures counted against `patience`. */
+  const refill = async (max: number): Promise<void> => {
     let failed: unknown;
     try {
       consumer ??= await start();
       if (end !== null && (pending === 0 || fetched >= end)) {
         await close();
-        return null;
+        return;
       }
       const wanted = pending ? Math.min(pending, batch, Math.max(1, Math.ceil(max / perMessage))) : 1;
       failed = await pull(consumer, wanted);
@@ -212,33 +216,62 @@ export function natsSplitReader<T>(reading: NatsSplitReading<T>): SourceReader<T
       }
       failed = error;
     }
-    if (failed !== undefined) {
-      // A fresh consumer from the sequence after the last one pulled: the failed one may have taken messages this
-      // read never got, and would go on after them. The server is given `patience` ms in all to come back before
-      // the read fails the attempt.
-      void consumer?.delete().catch(() => undefined);
-      consumer = undefined;
-      if (++failures * expires > patience) {
-        throw new ConnectorError(
-          `${reading.name}: reading subject '${subject}' of stream '${stream}' failed ${failures} times in a row, the last at sequence ${fetched + 1}: ` +
-            `${String((failed as Error)?.message ?? failed)}; the job restarts from its last checkpoint by its restart strategy`,
-          { cause: failed },
-        );
-      }
-      // Not at once: a server that refuses at once would use the patience up in a moment.
-      if (queue.length === 0) await delay(expires);
-    } else {
+    if (failed === undefined) {
       failures = 0;
+      return;
     }
-    if (queue.length > 0) return drain([], max);
-    if (done) await close();
-    return done ? null : [];
+    // A fresh consumer from the sequence after the last one pulled: the failed one may have taken messages this
+    // reader never got, and would go on after them. The server is given `patience` ms in all to come back before
+    // the read fails the attempt.
+    void consumer?.delete().catch(() => undefined);
+    consumer = undefined;
+    if (++failures * expires > patience) {
+      throw new ConnectorError(
+        `${reading.name}: reading subject '${subject}' of stream '${stream}' failed ${failures} times in a row, the last at sequence ${fetched + 1}: ` +
+          `${String((failed as Error)?.message ?? failed)}; the job restarts from its last checkpoint by its restart strategy`,
+        { cause: failed },
+      );
+    }
+    // Not at once: a server that refuses at once would use the patience up in a moment.
+    if (queue.length === 0) await delay(expires);
+  };
+
+  // The pull in flight, if any; its failure is thrown by the read that awaits it.
+  let pulling: Promise<void> | undefined;
+  const startPull = (max: number): Promise<void> => {
+    const started = refill(max).finally(() => {
+      if (pulling === started) pulling = undefined;
+    });
+    pulling = started;
+    started.catch(() => undefined);
+    return started;
+  };
+  /** Records queued and not handed out yet (a batch counted by its header until it is split). */
+  const queued = (): number => {
+    let count = 0;
+    for (const entry of queue) count += (entry.records?.length ?? entry.count) - entry.next;
+    return count;
+  };
+  const handOut = (max: number): T[] | Promise<T[]> => {
+    const records = drain([], max);
+    // The next pull goes out ahead of need, while the engine works through what is queued: a split then waits for a
+    // round trip to the server only when the job outruns it, not once per pull.
+    if (pulling === undefined && !done && queued() < max) void startPull(max);
+    return records;
   };
 
   return {
     // Records already pulled go out at once; the offset moves only as they do, never with a pull, so a barrier that
     // goes out while a pull is in flight does not cover records that reach the flow after it.
-    read: (max) => (queue.length > 0 ? drain([], Math.max(1, max)) : done ? close().then(() => null) : fill(Math.max(1, max))),
+    read(asked) {
+      const max = Math.max(1, asked);
+      if (queue.length > 0) return handOut(max);
+      if (pulling === undefined) {
+        if (done) return close().then(() => null);
+        void startPull(max);
+      }
+      return pulling!.then(() => (queue.length > 0 ? handOut(max) : done ? close().then(() => null) : []));
+    },
     offset() {
       const head = queue[0];
       if (head !== undefined && head.next > 0) return [head.message.seq, head.next];
