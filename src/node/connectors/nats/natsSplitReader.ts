@@ -66,7 +66,7 @@ interface Fetched {
  * never waits for messages that are not there, and never brings more than the job takes (an unbounded pull floods
  * the client and the server cuts it off as a slow consumer). With nothing left it asks for one message and waits up
  * to `expires` for it, so an idle split still returns between reads for barriers. The next pull goes out as soon as
- * fewer records are queued than the engine asks for per read, so the round trip overlaps the job's work.
+ * fewer than two reads' (or two messages') worth of records are queued, so the round trip overlaps the job's work.
  */
 export function natsSplitReader<T>(reading: NatsSplitReading<T>): SourceReader<T> {
   const { js, stream, subject, end, batch, expires } = reading;
@@ -254,9 +254,9 @@ export function natsSplitReader<T>(reading: NatsSplitReading<T>): SourceReader<T
   };
   const handOut = (max: number): T[] | Promise<T[]> => {
     const records = drain([], max);
-    // The next pull goes out ahead of need, while the engine works through what is queued: a split then waits for a
-    // round trip to the server only when the job outruns it, not once per pull.
-    if (pulling === undefined && !done && queued() < max) void startPull(max);
+    // The next pull goes out ahead of need, while the engine works through what is queued (kept at about two reads'
+    // or two messages' worth): a split then waits for a round trip to the server only when the job outruns it.
+    if (pulling === undefined && !done && queued() < 2 * Math.max(max, perMessage)) void startPull(max);
     return records;
   };
 
