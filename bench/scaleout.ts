@@ -3,9 +3,9 @@ import { readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { jetstreamManager } from '@nats-io/jetstream';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { connect, headers, type NatsConnection } from '@nats-io/transport-node';
 import { DEFAULT_MAX_PARALLELISM } from 'weir';
-import { assignedKeyGroups, joinScaleOut, keyGroupPartitions, type ScaleOutMember } from 'weir/node';
+import { assignedKeyGroups, joinScaleOut, keyGroupPartitions, NATS_BATCH_HEADER, natsBatchPayload, type ScaleOutMember } from 'weir/node';
 import type { Result } from './report';
 import { childLines } from '../test/support/childLines';
 
@@ -16,7 +16,10 @@ import { childLines } from '../test/support/childLines';
 // figure of the lease rounds (a quarter of the 2 s lease each): read it with the machine's load beside it.
 // `scaleout/2-vs-1-processes`: records/s of a runScaleOut job over a 16-partition stream, ~2 µs of busy work per
 // record (bench/scaleoutMember.ts), with two member processes over one (bar ≥ 1.5): every record is stored before
-// the members start, and they are let into the members' stream once the members settled (see `throughput`). `scaleout/takeover-ms-after-sigkill`: two members run; one is SIGKILLed and a record
+// the members start, and they are let into the members' stream once the members settled (see `throughput`). The
+// records are published in batches of up to BATCH per message and key-group subject (the `Weir-Batch` format
+// `toNats({ batch })` writes; before, one message per record), and the members read them record by record: the same
+// records and the same work per record, with the server's per-message work spread over a batch. `scaleout/takeover-ms-after-sigkill`: two members run; one is SIGKILLed and a record
 // is published to each of its key groups; from the kill to the last of those key groups' first record at the
 // survivor, recorded with its parts: the lease TTL, and the restore time (from the survivor's claim of a key group to
 // its first record there, the slowest key group's). Bar: ≤ lease + 2 × restore.
@@ -153,8 +156,7 @@ async function benchGroup(lease: number) {
       const done = () => live.every((member) => [...member.running()].sort((a, b) => a - b).join() === assignedKeyGroups(member.name, names, PARTITIONS).join());
       while (!done()) await sleep(100);
     },
-    /** How many messages the stream holds. */
-    /** How many records were published. */
+    /** How many messages were stored. */
     stored: async () => (await jsm.streams.info(input)).state.messages,
     /** Lets the published records, and any published later, into the stream the members read. */
     flow: () => jsm.streams.update(stream, { sources: [{ name: input }] }),
@@ -175,14 +177,43 @@ function checkAlive(members: readonly Member[]): void {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Publishes `count` records over every partition with core publishes (the stream stores them without acks). */
-async function publishRecords(nc: NatsConnection, subjectOf: (user: string) => string, count: number, from = 0): Promise<void> {
-  for (let i = from; i < from + count; i++) {
+/** Records per message at most, per key-group subject: toNats's default `batch.maxRecords`. */
+const BATCH = Number(process.env.BENCH_SCALEOUT_BATCH ?? 1000);
+
+/**
+ * Publishes `count` records over every partition with core publishes (the stream stores them without acks), up to
+ * BATCH records per message and subject, as `toNats({ batch })` packs a checkpoint's records; returns how many
+ * messages that made.
+ */
+async function publishRecords(nc: NatsConnection, subjectOf: (user: string) => string, count: number): Promise<number> {
+  const open = new Map<string, string[]>();
+  let messages = 0;
+  const send = (subject: string, payloads: string[]) => {
+    if (payloads.length === 1) {
+      nc.publish(subject, payloads[0]!);
+    } else {
+      const batch = headers();
+      batch.set(NATS_BATCH_HEADER, String(payloads.length));
+      nc.publish(subject, natsBatchPayload(payloads), { headers: batch });
+    }
+    messages++;
+  };
+  for (let i = 0; i < count; i++) {
     const user = `u${i % 1000}`;
-    nc.publish(subjectOf(user), JSON.stringify({ user }));
-    if (i % 5000 === 4999) await nc.flush();
+    const subject = subjectOf(user);
+    let payloads = open.get(subject);
+    if (payloads === undefined) open.set(subject, (payloads = []));
+    payloads.push(JSON.stringify({ user }));
+    if (payloads.length === BATCH) {
+      send(subject, payloads);
+      open.delete(subject);
+      // About every 5,000 records, as before batches.
+      if (messages % Math.ceil(5000 / BATCH) === 0) await nc.flush();
+    }
   }
+  for (const [subject, payloads] of open) send(subject, payloads);
   await nc.flush();
+  return messages;
 }
 
 /** CPU time a process used so far in ms, from /proc (Linux); undefined elsewhere or once it is gone. */
@@ -197,8 +228,20 @@ function cpuMs(pid: number | undefined): number | undefined {
   }
 }
 
-/** The loopback nats-server's pid, to count its CPU beside the members' (it shares the machine's cores with them). */
+/**
+ * The pid of the nats-server the bench uses (the one listening on SERVERS' port: other servers may run beside it), to
+ * count its CPU beside the members' (it shares the machine's cores with them). Point BENCH_NATS at a server of the
+ * bench's own for a figure that counts no other client's work.
+ */
 function natsServerPid(): number | undefined {
+  const port = SERVERS.split(',')[0]!.split(':').at(-1);
+  try {
+    const listening = execFileSync('ss', ['-Hltnp', `sport = :${port}`], { encoding: 'utf8' });
+    const pid = /pid=(\d+)/.exec(listening)?.[1];
+    if (pid !== undefined) return Number(pid);
+  } catch {
+    // No `ss`: the first nats-server there is.
+  }
   try {
     return Number(execFileSync('pidof', ['nats-server'], { encoding: 'utf8' }).trim().split(' ')[0]) || undefined;
   } catch {
@@ -223,8 +266,8 @@ async function throughput(processes: number): Promise<Throughput> {
   // The default lease: a loaded machine must not fence a member in the middle of the measurement.
   const group = await benchGroup(10_000);
   try {
-    await publishRecords(group.nc, group.topic.subjectOfKey, RECORDS);
-    while ((await group.stored()) < RECORDS) await sleep(50);
+    const messages = await publishRecords(group.nc, group.topic.subjectOfKey, RECORDS);
+    while ((await group.stored()) < messages) await sleep(50);
     const names = Array.from({ length: processes }, (_, i) => `m-${i}`);
     const members = names.map((name) => group.start(name));
     await Promise.all(members.map((member) => member.waitFor((line) => line === 'joined')));
@@ -261,7 +304,7 @@ async function processesRatio(): Promise<Result[]> {
     { name: 'scaleout/1-process-records-per-s', value: one.recordsPerS, unit: 'records/s' },
     { name: 'scaleout/2-processes-records-per-s', value: two.recordsPerS, unit: 'records/s' },
     { name: 'scaleout/2-vs-1-processes', value: two.recordsPerS / one.recordsPerS, unit: 'ratio', bar: { op: '>=', value: 1.5 } },
-    // Where the 2 cores go: the members' CPU and nats-server's, per record (one record per message).
+    // Where the 2 cores go: the members' CPU and nats-server's, per record (up to BATCH records per message).
     { name: 'scaleout/1-process-member-cpu-us-per-record', value: one.membersCpuUs, unit: 'µs' },
     { name: 'scaleout/1-process-nats-server-cpu-us-per-record', value: one.serverCpuUs, unit: 'µs' },
     { name: 'scaleout/2-processes-members-cpu-us-per-record', value: two.membersCpuUs, unit: 'µs' },
@@ -279,8 +322,7 @@ async function takeover(): Promise<Result[]> {
     await group.settled(names);
     // Some state and committed checkpoints first.
     await publishRecords(group.nc, group.topic.subjectOfKey, 20_000);
-    const stored = await group.stored();
-    while (victim.processed() + survivor.processed() < stored) {
+    while (victim.processed() + survivor.processed() < 20_000) {
       await sleep(20);
       checkAlive([victim, survivor]);
     }

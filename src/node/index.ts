@@ -5,6 +5,8 @@ export { lmdbStateBackend, type LmdbStateBackendOptions } from '../state/lmdb/lm
 export { serveQueryableState, type QueryableStateServer, type QueryableStateServerOptions } from './queryableStateServer.js';
 export { natsSource, type NatsSourceOptions } from './connectors/nats/natsSource.js';
 export { natsSink, toNats, type NatsSinkOptions, type NatsMessagePosition } from './connectors/nats/natsSink.js';
+export { NATS_BATCH_HEADER, natsBatchPayload, type NatsBatchOptions } from './connectors/nats/natsBatch.js';
+export type { NatsBatchedRecord } from './connectors/nats/natsBatchedRecord.js';
 export {
   redisStreamSource,
   type RedisStreamSourceOptions,

@@ -2,7 +2,8 @@
 // removed after, and the messages a stream holds, read back with the raw client.
 import { randomBytes } from 'node:crypto';
 import { jetstream, jetstreamManager, type JetStreamManager, type StreamConfig } from '@nats-io/jetstream';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { connect, headers, type NatsConnection } from '@nats-io/transport-node';
+import { NATS_BATCH_HEADER, natsBatchPayload } from 'weir/node';
 
 export const NATS = '127.0.0.1:4222';
 
@@ -13,6 +14,8 @@ export interface NatsStreams {
   create(prefix: string, config?: Partial<StreamConfig>): Promise<string>;
   /** Publishes each `[subject, payload]` with an ack, in order. */
   publish(messages: readonly (readonly [string, string])[]): Promise<void>;
+  /** Publishes each `[subject, payloads]` as one message (a `Weir-Batch`, or a plain message for one payload), in order. */
+  publishBatches(messages: readonly (readonly [string, readonly string[]])[]): Promise<void>;
   /** Every message the stream holds, in sequence order. */
   contents(stream: string): Promise<{ seq: number; subject: string; data: string; headers: Record<string, string> }[]>;
   removeAll(): Promise<void>;
@@ -41,6 +44,16 @@ export async function natsStreams(servers = NATS): Promise<NatsStreams> {
       for (let i = 0; i < messages.length; i += window) {
         await Promise.all(messages.slice(i, i + window).map(([subject, data]) => js.publish(subject, data)));
       }
+    },
+    async publishBatches(messages) {
+      const window = 64;
+      const one = ([subject, payloads]: readonly [string, readonly string[]]) => {
+        if (payloads.length === 1) return js.publish(subject, payloads[0]!);
+        const batch = headers();
+        batch.set(NATS_BATCH_HEADER, String(payloads.length));
+        return js.publish(subject, natsBatchPayload(payloads), { headers: batch });
+      };
+      for (let i = 0; i < messages.length; i += window) await Promise.all(messages.slice(i, i + window).map(one));
     },
     async contents(stream) {
       const { state } = await jsm.streams.info(stream);

@@ -3,7 +3,8 @@ import { CheckpointCorruptedError, ConnectorError, JobDefinitionError } from '..
 import type { Flow } from '../../../core/flow.js';
 import type { Json, Sink, SinkWriter } from '../../../core/types.js';
 import { sinkTo } from '../../../sinks/sinkTo.js';
-import { lazyNatsConnection, type LazyNatsConnection, type NatsConnectOptions } from './natsConnection.js';
+import { batchLimits, NATS_BATCH_HEADER, packMessages, type NatsBatchLimits, type NatsBatchOptions } from './natsBatch.js';
+import { lazyNatsConnection, natsTransport, type LazyNatsConnection, type NatsConnectOptions } from './natsConnection.js';
 
 /** Where a published message sits in the sink's output: what its `Nats-Msg-Id` is made of. */
 export interface NatsMessagePosition {
@@ -13,7 +14,7 @@ export interface NatsMessagePosition {
   readonly run: string;
   /** The checkpoint whose completion publishes the message (`end-<last checkpoint>` for what follows the last one). */
   readonly checkpoint: string;
-  /** The record's index among that checkpoint's records. */
+  /** The record's index among that checkpoint's records (with `batch`, that of the message's first record). */
   readonly index: number;
 }
 
@@ -30,6 +31,12 @@ export interface NatsSinkOptions<T> {
   msgId?: (position: NatsMessagePosition) => string;
   /** Publishes awaiting their acknowledgement at once, at most (256 by default). */
   inFlight?: number;
+  /**
+   * Packs each checkpoint's records into messages of several records per subject (a batch: the header
+   * `Weir-Batch: <count>`, the payloads joined by newlines), up to `maxRecords` (1000) records and `maxBytes` (256 KiB)
+   * each; `natsSource` reads them record by record. Without it, each record is a message of its own.
+   */
+  batch?: NatsBatchOptions;
 }
 
 /**
@@ -42,9 +49,10 @@ type Transaction = { checkpoint: string; records: [string, string][] };
 type NatsSinkState = { run: string; pending: Transaction[] };
 
 /**
- * An exactly-once sink that publishes each record as one JetStream message (a write-ahead sink): the records between
- * two checkpoints are held in the checkpoint at its barrier and published only once it completes, each with a
- * deterministic `Nats-Msg-Id`, so that the commit a restore repeats is deduplicated by the stream. Exactly once holds
+ * An exactly-once sink that publishes each record as one JetStream message, or several records per message with
+ * `batch` (a write-ahead sink): the records between two checkpoints are held in the checkpoint at its barrier and
+ * published only once it completes, each message with a deterministic `Nats-Msg-Id`, so that the commit a restore
+ * repeats is deduplicated by the stream (a batch packs the same records into the same messages again). Exactly once holds
  * while a repeat comes within the stream's `duplicate_window` (2 minutes by default) of the first publish.
  * @example orders.pipe(toNats({ servers: '127.0.0.1:4222', subject: (o) => `totals.${o.customer}` }, { uid: 'totals-out' }))
  */
@@ -61,13 +69,14 @@ export function natsSink<T>(options: NatsSinkOptions<T>): Sink<T> {
   const name = 'natsSink';
   if (typeof subject !== 'function') throw new JobDefinitionError(`${name}: subject must be a function of the record`);
   if (!(Number.isInteger(inFlight) && inFlight >= 1)) throw new JobDefinitionError(`${name}: inFlight must be an integer ≥ 1, got ${String(inFlight)}`);
+  const limits = batchLimits(options.batch, name);
   const connection = lazyNatsConnection({ ...connectOptions, servers });
   return {
     name,
     async open({ uid, restoredState }) {
       const state = restoredState === undefined ? { run: randomUUID().slice(0, 8), pending: [] } : checkState(restoredState, name, uid);
       const msgId = options.msgId ?? ((p: NatsMessagePosition) => `${p.uid}/${p.run}/${p.checkpoint}/${p.index}`);
-      const publisher: Publisher = { connection, name: `${name} '${uid}'`, inFlight, msgId: (checkpoint, index) => msgId({ uid, run: state.run, checkpoint, index }) };
+      const publisher: Publisher = { connection, name: `${name} '${uid}'`, inFlight, limits, msgId: (checkpoint, index) => msgId({ uid, run: state.run, checkpoint, index }) };
       // Finish what the restored checkpoint promised: its transactions were complete, some perhaps not yet published.
       for (const txn of state.pending) await publish(publisher, txn);
       return writer(publisher, state.run, (record) => [subject(record), serialize(record)]);
@@ -81,6 +90,7 @@ interface Publisher {
   /** `natsSink 'uid'`, for messages. */
   readonly name: string;
   readonly inFlight: number;
+  readonly limits: NatsBatchLimits;
   readonly msgId: (checkpoint: string, index: number) => string;
 }
 
@@ -154,27 +164,40 @@ function writer<T>(publisher: Publisher, run: string, toMessage: (record: T) => 
   };
 }
 
-/** Publishes a transaction's records with their ids, `inFlight` acknowledgements awaited at once, in order of start. */
-async function publish({ connection, name, inFlight, msgId }: Publisher, txn: Transaction): Promise<void> {
+/**
+ * Publishes a transaction's records, packed into messages (one record each without `batch`), each message's id that
+ * of its first record, `inFlight` acknowledgements awaited at once, in order of start.
+ */
+async function publish({ connection, name, inFlight, limits, msgId }: Publisher, txn: Transaction): Promise<void> {
   if (txn.records.length === 0) return;
   const { js } = await connection.get().catch((cause: unknown) => {
     throw new ConnectorError(`${name}: cannot connect to publish checkpoint ${txn.checkpoint}: ${String(cause)}`, { cause });
   });
+  const { headers } = await natsTransport.load();
+  const messages = packMessages(txn.records, limits);
   let next = 0;
   const lane = async (): Promise<void> => {
-    while (next < txn.records.length) {
-      const index = next++;
-      const [subject, payload] = txn.records[index]!;
-      await js.publish(subject, payload, { msgID: msgId(txn.checkpoint, index) }).catch((cause: unknown) => {
+    while (next < messages.length) {
+      const { subject, payloads, first } = messages[next++]!;
+      let sent: Promise<unknown>;
+      if (payloads.length === 1) {
+        sent = js.publish(subject, payloads[0], { msgID: msgId(txn.checkpoint, first) });
+      } else {
+        const batch = headers();
+        batch.set(NATS_BATCH_HEADER, String(payloads.length));
+        sent = js.publish(subject, payloads.join('\n'), { msgID: msgId(txn.checkpoint, first), headers: batch });
+      }
+      await sent.catch((cause: unknown) => {
+        const what = payloads.length === 1 ? `record ${first}` : `records ${first}…${first + payloads.length - 1} (one message)`;
         throw new ConnectorError(
-          `${name}: the publish of record ${index} of checkpoint ${txn.checkpoint} to '${subject}' was not acknowledged: ${String(cause)}; ` +
+          `${name}: the publish of ${what} of checkpoint ${txn.checkpoint} to '${subject}' was not acknowledged: ${String(cause)}; ` +
             'a stream must capture the subject; the records stay in the checkpoint and are published again',
           { cause },
         );
       });
     }
   };
-  await Promise.all(Array.from({ length: Math.min(inFlight, txn.records.length) }, lane));
+  await Promise.all(Array.from({ length: Math.min(inFlight, messages.length) }, lane));
 }
 
 /** A restored state is checked before it is acted on. */

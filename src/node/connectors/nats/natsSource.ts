@@ -3,7 +3,9 @@ import { CheckpointCorruptedError, ConnectorError, JobDefinitionError, Malformed
 import type { Json, Source, SourceSplit } from '../../../core/types.js';
 import { fromSplits } from '../../../sources/fromSplits.js';
 import { lazyNatsConnection, natsTransport, type NatsConnectOptions } from './natsConnection.js';
-import { natsSplitReader } from './natsSplitReader.js';
+import { NATS_BATCH_HEADER } from './natsBatch.js';
+import { NatsBatchedRecord } from './natsBatchedRecord.js';
+import { natsSplitReader, type NatsSplitPosition } from './natsSplitReader.js';
 
 export interface NatsSourceOptions<T> {
   /** The NATS servers, e.g. `'127.0.0.1:4222'`. */
@@ -19,7 +21,8 @@ export interface NatsSourceOptions<T> {
   subjects?: readonly string[];
   /**
    * Makes a record of a message, `eventTime` being what `timestamp` read from it (undefined without `timestamp`).
-   * Throwing marks the message malformed. By default the payload parsed as JSON.
+   * Throwing marks the message malformed. By default the payload parsed as JSON. A batch's records (`Weir-Batch`,
+   * written by `toNats({ batch })`) come one by one as a `NatsBatchedRecord`: the record's payload, its message's rest.
    */
   parse?: (message: JsMsg, eventTime: number | undefined) => T;
   /**
@@ -32,7 +35,7 @@ export interface NatsSourceOptions<T> {
    * `false` reads on forever. A subtask reads its splits side by side, so one subtask can follow every subject.
    */
   bounded?: boolean;
-  /** Messages per pull, at most (1000 by default). */
+  /** Messages per pull, at most (1000 by default); a batch of records counts as one. */
   batch?: number;
   /** How long a pull waits when a split has nothing left, in ms (≥ 1000, by default 1000); barriers wait as long. */
   expires?: number;
@@ -49,8 +52,8 @@ type NatsSplit = { subject: string; end: number | null };
 
 /**
  * A replayable source over a NATS JetStream stream (Flink's FLIP-27 source over a broker): each subject is a split
- * whose offset is the last stream sequence read, saved in checkpoints; a restore reads each split again from the
- * sequence after it, with an ordered consumer, so the job's state counts every message once. The server's ack state
+ * whose offset is the last stream sequence read (or, in the middle of a batch message, its sequence and the records
+ * read of it), saved in checkpoints; a restore reads each split again from the position after it, with an ordered consumer, so the job's state counts every message once. The server's ack state
  * plays no part in what is replayed. Bounded by default: it ends at the stream's last sequence when the job started.
  * @example
  * job.source(natsSource({ servers: '127.0.0.1:4222', stream: 'ORDERS', parse: (m) => m.json<Order>() }), { uid: 'orders' })
@@ -71,6 +74,11 @@ export function natsSource<T = unknown>(options: NatsSourceOptions<T>): Source<T
     if (typeof time !== 'number' || !Number.isFinite(time)) throw new MalformedRecordError(`its event time is ${String(time)}, not a finite number of ms`);
     return parse(message, time);
   };
+  // A batch's record: its payload parsed as JSON by default, else `parse` and `timestamp` take it as a message of its own.
+  const decodeBatched =
+    options.parse === undefined && timestamp === undefined
+      ? (_message: JsMsg, payload: string) => JSON.parse(payload) as T
+      : (message: JsMsg, payload: string, index: number) => decode(new NatsBatchedRecord(message, payload, index));
 
   const source = fromSplits<T>(name, {
     // Subjects are a broker's partitions: a subtask follows all of its own at once, unbounded ones included.
@@ -92,20 +100,27 @@ export function natsSource<T = unknown>(options: NatsSourceOptions<T>): Source<T
         name,
         stream,
         subject,
-        after: sequence(restoredOffset ?? 0, name, subject),
+        after: position(restoredOffset ?? 0, name, subject),
         end,
         batch,
         expires,
         decode,
-        deadLetter: deadLetter === undefined ? undefined : async (message, reason) => {
+        decodeBatched,
+        deadLetter: deadLetter === undefined ? undefined : async (message, reason, record) => {
           const sent = (await natsTransport.load()).headers();
-          for (const [key, values] of message.headers ?? []) for (const value of values) sent.append(key, value);
+          for (const [key, values] of message.headers ?? []) for (const value of values) if (key !== NATS_BATCH_HEADER) sent.append(key, value);
           sent.set('Weir-Reason', reason);
           sent.set('Weir-Stream', stream);
           sent.set('Weir-Sequence', String(message.seq));
           sent.set('Weir-Split', subject);
-          await js.publish(deadLetter, message.data, { headers: sent, msgID: `${stream}/${message.seq}` }).catch((cause: unknown) => {
-            throw new ConnectorError(`${name}: cannot publish message ${message.seq} of split '${subject}' to the dead letter subject '${deadLetter}': ${String(cause)}; the subject must belong to a stream`, { cause });
+          // A batch's record goes on alone, named by its index; a whole message keeps its headers, batch or not.
+          if (record !== undefined) sent.set('Weir-Record', String(record.index));
+          else if (message.headers?.has(NATS_BATCH_HEADER)) sent.set(NATS_BATCH_HEADER, message.headers.get(NATS_BATCH_HEADER));
+          const what = record === undefined ? `message ${message.seq}` : `record ${record.index} of message ${message.seq}`;
+          const payload = record === undefined ? message.data : record.payload;
+          const msgID = record === undefined ? `${stream}/${message.seq}` : `${stream}/${message.seq}/${record.index}`;
+          await js.publish(deadLetter, payload, { headers: sent, msgID }).catch((cause: unknown) => {
+            throw new ConnectorError(`${name}: cannot publish ${what} of split '${subject}' to the dead letter subject '${deadLetter}': ${String(cause)}; the subject must belong to a stream`, { cause });
           });
         },
       });
@@ -114,9 +129,14 @@ export function natsSource<T = unknown>(options: NatsSourceOptions<T>): Source<T
   return { ...source, ended: () => void connection.close() };
 }
 
-function sequence(offset: Json, name: string, subject: string): number {
-  if (typeof offset !== 'number' || !Number.isSafeInteger(offset) || offset < 0) {
-    throw new CheckpointCorruptedError(`${name}: the checkpoint holds offset ${JSON.stringify(offset)} for split '${subject}', which is not a stream sequence`);
+/** A split's saved offset: the last stream sequence read, or `[sequence, records]` in the middle of a batch. */
+function position(offset: Json, name: string, subject: string): NatsSplitPosition {
+  const natural = (n: unknown): n is number => typeof n === 'number' && Number.isSafeInteger(n) && n >= 0;
+  if (natural(offset)) return { sequence: offset, records: 0 };
+  if (Array.isArray(offset) && offset.length === 2 && natural(offset[0]) && offset[0] >= 1 && natural(offset[1]) && offset[1] >= 1) {
+    return { sequence: offset[0] - 1, records: offset[1] };
   }
-  return offset;
+  throw new CheckpointCorruptedError(
+    `${name}: the checkpoint holds offset ${JSON.stringify(offset)} for split '${subject}', which is neither a stream sequence nor [sequence, records read of its batch]`,
+  );
 }
