@@ -150,15 +150,15 @@ export async function runScaleOut(define: (task: ScaleOutTask) => Job, options: 
   const startTask = async (keyGroup: number): Promise<void> => {
     const token = member.token(keyGroup);
     if (token === undefined || tasks.has(keyGroup)) return;
-    // A group savepoint under way covers this key group too, unless its former owner answered for it; a group being
-    // stopped does not run it again once answered (its savepoint is the state the group stopped with).
-    const request = halt ?? (await member.savepointRequest());
-    const answered = request !== undefined && (await member.savepointAnswered(request.id, keyGroup));
-    if (answered && request.stop) return;
     const name = `${group}-kg${keyGroup}`;
     const dir = `${group}/kg-${keyGroup}/t${token}`;
     // Given up on once the key group is no longer this member's (fenced, or handed over while the server was away).
     const abandoned = () => member.token(keyGroup) !== token || handingOver.has(keyGroup);
+    // A group savepoint under way covers this key group too, unless its former owner answered for it; a group being
+    // stopped does not run it again once answered (its savepoint is the state the group stopped with).
+    const request = halt ?? (await retrying(`${name}: reading the group's savepoint request`, keyGroup, () => member.savepointRequest(), abandoned));
+    const answered = request !== undefined && (await retrying(`${name}: reading the answers to savepoint ${request.id}`, keyGroup, () => member.savepointAnswered(request.id, keyGroup), abandoned));
+    if (abandoned() || (answered && request.stop)) return;
     const pointer = (await retrying(`${name}: reading its committed checkpoint`, keyGroup, () => member.committed(keyGroup), abandoned)) as Committed | undefined;
     if (abandoned()) return;
     let restoredFrom = typeof pointer?.checkpoint === 'string' ? pointer.checkpoint : undefined;
