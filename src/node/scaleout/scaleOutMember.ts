@@ -309,8 +309,7 @@ export async function joinScaleOut(options: ScaleOutMemberOptions): Promise<Scal
       if (error instanceof OwnershipLostError) return;
       // The server did not answer: held leases may have run out meanwhile, so a member that could not renew for a
       // whole lease stops rather than write on key groups that may be someone else's. One that holds none has nothing
-      // to fence: it goes on with its rounds, and joins again once the server answers (it used to stop its rounds and
-      // stay, joined and idle for good: its key groups then never found an owner in it).
+      // to fence: it goes on with its rounds, else it would stay joined and idle for good once the server answers.
       const lost = owned();
       if (Date.now() - lastRenewal >= lease && lost.length > 0) {
         void fence(lost[0]!, `it could not renew its leases for ${lease} ms (${String((error as Error)?.message ?? error)})`);
