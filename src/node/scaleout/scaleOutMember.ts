@@ -250,27 +250,36 @@ export async function joinScaleOut(options: ScaleOutMemberOptions): Promise<Scal
     }
     const assigned = new Set(leaving ? [] : assignedKeyGroups(member, live, maxParallelism));
     const before = owned().join();
-    for (const [keyGroup, mine] of [...held]) {
-      if (stopped) return;
-      const key = `kg.${keyGroup}`;
-      // A release once started runs to its end, even if the key group comes back meanwhile: it is claimed again.
-      if (!assigned.has(keyGroup) || releasing.has(keyGroup)) {
-        if ((releasing.get(keyGroup) ?? startRelease(keyGroup)).done) {
-          // Cooperative hand-over: the lease is deleted, so the new owner claims it at its next round.
-          releasing.delete(keyGroup);
-          held.delete(keyGroup);
-          await leases.delete(key, { previousSeq: mine.lease }).catch(() => undefined);
-          continue;
+    if (stopped) return;
+    // Every held lease at once: each write is fenced by its own key's revision, so their order does not matter, and a
+    // member holding many key groups renews in about one round trip, not one per key group (on a loaded machine, one
+    // event-loop turn each: a busy member then renewed too late and was fenced). All settle before the round goes on,
+    // so no renewal is still in flight with an old revision when the next round writes.
+    const renewals = await Promise.allSettled(
+      [...held].map(async ([keyGroup, mine]) => {
+        const key = `kg.${keyGroup}`;
+        // A release once started runs to its end, even if the key group comes back meanwhile: it is claimed again.
+        if (!assigned.has(keyGroup) || releasing.has(keyGroup)) {
+          if ((releasing.get(keyGroup) ?? startRelease(keyGroup)).done) {
+            // Cooperative hand-over: the lease is deleted, so the new owner claims it at its next round.
+            releasing.delete(keyGroup);
+            held.delete(keyGroup);
+            await leases.delete(key, { previousSeq: mine.lease }).catch(() => undefined);
+            return;
+          }
         }
-      }
-      try {
-        // In place: a commit running meanwhile moves the token of the same record.
-        mine.lease = await leases.update(key, member, mine.lease);
-      } catch (error) {
-        if (!isRevisionConflict(error)) throw error;
-        throw fence(keyGroup, 'its lease ran out and another member claimed it');
-      }
-    }
+        try {
+          // In place: a commit running meanwhile moves the token of the same record.
+          mine.lease = await leases.update(key, member, mine.lease);
+        } catch (error) {
+          if (!isRevisionConflict(error)) throw error;
+          throw fence(keyGroup, 'its lease ran out and another member claimed it');
+        }
+      }),
+    );
+    const failed = renewals.find((renewal) => renewal.status === 'rejected');
+    if (failed !== undefined) throw failed.reason;
+    if (stopped) return;
     lastRenewal = Date.now();
     const stillHeld: number[] = [];
     for (const keyGroup of assigned) {
@@ -299,10 +308,11 @@ export async function joinScaleOut(options: ScaleOutMemberOptions): Promise<Scal
       if (stopped) return;
       if (error instanceof OwnershipLostError) return;
       // The server did not answer: held leases may have run out meanwhile, so a member that could not renew for a
-      // whole lease stops rather than write on key groups that may be someone else's.
-      if (Date.now() - lastRenewal >= lease) {
-        const lost = owned();
-        if (lost.length > 0) void fence(lost[0]!, `it could not renew its leases for ${lease} ms (${String((error as Error)?.message ?? error)})`);
+      // whole lease stops rather than write on key groups that may be someone else's. One that holds none has nothing
+      // to fence: it goes on with its rounds, else it would stay joined and idle for good once the server answers.
+      const lost = owned();
+      if (Date.now() - lastRenewal >= lease && lost.length > 0) {
+        void fence(lost[0]!, `it could not renew its leases for ${lease} ms (${String((error as Error)?.message ?? error)})`);
         return;
       }
     } finally {

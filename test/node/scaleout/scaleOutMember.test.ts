@@ -182,7 +182,10 @@ describe('joinScaleOut', () => {
 
 describe.skipIf(!NATS_SERVER_BINARY)('a scale-out member without its server', () => {
   let server: PrivateNatsServer | undefined;
-  afterAll(() => server?.remove());
+  afterEach(async () => {
+    await server?.remove();
+    server = undefined;
+  });
 
   it('stops itself with OwnershipLostError once it could not renew its leases for a whole lease', { timeout: 120_000 }, async () => {
     server = await privateNatsServer('scaleout-outage');
@@ -203,5 +206,32 @@ describe.skipIf(!NATS_SERVER_BINARY)('a scale-out member without its server', ()
     expect(member.owned()).toEqual([]);
     expect(changes.at(-1)).toEqual([]);
     await expect(member.commit(0, {})).rejects.toThrow(OwnershipLostError);
+  });
+
+  it('a member that owns nothing goes on through an outage longer than its lease, and claims once the server is back', { timeout: 120_000 }, async () => {
+    server = await privateNatsServer('scaleout-idle-outage');
+    // One key group: the member that loses it by rendezvous joins second and owns nothing.
+    const names = ['m-a', 'm-b'];
+    const owner = rendezvousOwner(0, names)!;
+    const idleName = names.find((name) => name !== owner)!;
+    const options = { servers: server.servers, connection: { waitOnFirstConnect: true, reconnectTimeWait: 100 }, group: 'idle-outage', maxParallelism: 1, lease: 2000 };
+    const holder = await joinScaleOut({ ...options, member: owner });
+    const idle = await joinScaleOut({ ...options, member: idleName });
+    try {
+      expect(holder.owned()).toEqual([0]);
+      expect(idle.owned()).toEqual([]);
+      await server.kill();
+      // The holder could not renew for a lease and stopped; the idle member had nothing to fence, so it keeps trying.
+      await expect(holder.done).rejects.toThrow(OwnershipLostError);
+      await new Promise((resolve) => setTimeout(resolve, 3000));
+      server.start();
+      const deadline = Date.now() + 60_000;
+      while (idle.owned().length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(idle.owned()).toEqual([0]);
+      expect(idle.members()).toEqual([idleName]);
+    } finally {
+      await idle.leave();
+      await holder.leave();
+    }
   });
 });
