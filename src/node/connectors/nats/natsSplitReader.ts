@@ -62,7 +62,7 @@ interface Fetched<T> {
  * whatever it brings (a subscription, a request, timers, the wake-ups around it): with batches of 1,000 records a
  * pull of one message spent ~0.3 µs per record on pulls alone, about as much as parsing the records.
  */
-const PULL_FLOOR = 8;
+const PULL_FLOOR = 32;
 
 /**
  * Reads one subject of a stream with an ordered consumer (JetStream's own gap-free reader: no acks, and it recreates
