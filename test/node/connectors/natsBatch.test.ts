@@ -236,4 +236,31 @@ describe.skipIf(!up)('NATS batches: several records per message', () => {
     ]);
     expect(dead[1]!.headers['Weir-Reason']).toContain('says 4 records, its payload holds 2');
   });
+
+  it('without parse, a batch is parsed as one array; a record that is not one JSON value of its own still goes to deadLetter alone', { timeout: 60_000 }, async () => {
+    const stream = await nats.create('weir_batch_json');
+    const subject = `${stream}.a`;
+    const js = jetstream(nats.connection);
+    const batchHeaders = (count: number) => {
+      const h = headers();
+      h.set(NATS_BATCH_HEADER, String(count));
+      return h;
+    };
+    await js.publish(subject, '{"i":0}\n{"i":1\n{"i":2}', { headers: batchHeaders(3) });
+    // Two values on one line: the lines joined would parse as three records, one more than the message holds.
+    await js.publish(subject, '{"i":3},{"i":4}\n{"i":5}', { headers: batchHeaders(2) });
+    await js.publish(subject, '{"i":6}\n{"i":7}\n{"i":8}', { headers: batchHeaders(3) });
+
+    const dlq = await nats.create('weir_batch_json_dlq');
+    const out = collect<Event>();
+    const job = createJob({ name: 'nats-batch-json' });
+    job.source(natsSource<Event>({ servers: NATS, stream, deadLetter: `${dlq}.bad` }), { uid: 'in' }).pipe(out.sink());
+    await job.start().done;
+    expect(out.values).toEqual([{ i: 0 }, { i: 2 }, { i: 5 }, { i: 6 }, { i: 7 }, { i: 8 }]);
+    const dead = await nats.contents(dlq);
+    expect(dead.map((m) => [m.data, m.headers['Weir-Sequence'], m.headers['Weir-Record']])).toEqual([
+      ['{"i":1', '1', '1'],
+      ['{"i":3},{"i":4}', '2', '0'],
+    ]);
+  });
 });

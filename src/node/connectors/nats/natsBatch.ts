@@ -91,3 +91,20 @@ export function batchRecords(message: { readonly headers?: { get(key: string): s
   if (String(lines.length) !== count) throw new MalformedRecordError(`its ${NATS_BATCH_HEADER} header says ${count} records, its payload holds ${lines.length} lines`);
   return lines;
 }
+
+/**
+ * The records of a batch message parsed as JSON in one go (its lines joined into one array: one parse per message,
+ * rather than a string and a parse per record), or undefined when that does not give exactly its count of records:
+ * a malformed record, or a message of one record. The caller then reads the records one by one, which names the bad one.
+ */
+export function batchJson(message: { readonly headers?: { get(key: string): string } | undefined; string(): string }): unknown[] | undefined {
+  const count = message.headers?.get(NATS_BATCH_HEADER);
+  if (count === undefined || count === '') return undefined;
+  let values: unknown;
+  try {
+    values = JSON.parse(`[${message.string().replaceAll('\n', ',')}]`);
+  } catch {
+    return undefined;
+  }
+  return Array.isArray(values) && String(values.length) === count ? values : undefined;
+}

@@ -3,7 +3,7 @@ import { CheckpointCorruptedError, ConnectorError, JobDefinitionError, Malformed
 import type { Json, Source, SourceSplit } from '../../../core/types.js';
 import { fromSplits } from '../../../sources/fromSplits.js';
 import { lazyNatsConnection, natsTransport, type NatsConnectOptions } from './natsConnection.js';
-import { NATS_BATCH_HEADER } from './natsBatch.js';
+import { NATS_BATCH_HEADER, batchJson } from './natsBatch.js';
 import { NatsBatchedRecord } from './natsBatchedRecord.js';
 import { natsSplitReader, type NatsSplitPosition } from './natsSplitReader.js';
 
@@ -79,6 +79,8 @@ export function natsSource<T = unknown>(options: NatsSourceOptions<T>): Source<T
     options.parse === undefined && timestamp === undefined
       ? (_message: JsMsg, payload: string) => JSON.parse(payload) as T
       : (message: JsMsg, payload: string, index: number) => decode(new NatsBatchedRecord(message, payload, index));
+  // Without them a batch is parsed as one JSON array: one parse per message rather than a string and a parse per record.
+  const decodeBatch = options.parse === undefined && timestamp === undefined ? (message: JsMsg) => batchJson(message) as T[] | undefined : undefined;
 
   const source = fromSplits<T>(name, {
     // Subjects are a broker's partitions: a subtask follows all of its own at once, unbounded ones included.
@@ -106,6 +108,7 @@ export function natsSource<T = unknown>(options: NatsSourceOptions<T>): Source<T
         expires,
         decode,
         decodeBatched,
+        decodeBatch,
         deadLetter: deadLetter === undefined ? undefined : async (message, reason, record) => {
           const sent = (await natsTransport.load()).headers();
           for (const [key, values] of message.headers ?? []) for (const value of values) if (key !== NATS_BATCH_HEADER) sent.append(key, value);
