@@ -65,8 +65,12 @@ export async function purgeConsumed(options: PurgeConsumedOptions): Promise<Purg
         const splits = (operator as { offset?: { splits?: unknown } } | undefined)?.offset?.splits;
         if (!Array.isArray(splits)) continue;
         for (const split of splits as { id?: unknown; offset?: unknown }[]) {
-          if (typeof split?.id !== 'string' || typeof split.offset !== 'number') continue;
-          offsets.set(split.id, Math.min(split.offset, offsets.get(split.id) ?? Infinity));
+          if (typeof split?.id !== 'string') continue;
+          // `[sequence, records read]` is a batch read half-way: its message is still needed, the one before it is not.
+          const mid = Array.isArray(split.offset) && typeof split.offset[0] === 'number' ? split.offset[0] - 1 : undefined;
+          const last = typeof split.offset === 'number' ? split.offset : mid;
+          if (last === undefined) continue;
+          offsets.set(split.id, Math.min(last, offsets.get(split.id) ?? Infinity));
         }
       }
     }
