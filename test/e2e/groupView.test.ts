@@ -74,9 +74,16 @@ describe.skipIf(!chromiumPath || !up)('scale-out group page (Chromium, served at
     // Every key group owned and committed (checkpoints every 300 ms).
     await page.waitForFunction((groups) => document.querySelectorAll('table.group-key-groups tr[data-checkpoint-id]').length === groups, GROUPS, { timeout: 60_000 });
     const members = ['m-a', 'm-b'];
+    // m-a joined first and owned every key group: the page shows the hand-over to m-b once it is done.
+    const owns = Object.fromEntries(members.map((member) => [member, assignedKeyGroups(member, members, GROUPS).join(',')]));
+    await page.waitForFunction(
+      (expected) => Object.entries(expected).every(([member, groups]) => document.querySelector(`table.group-members tr[data-member="${member}"]`)?.getAttribute('data-owns') === groups),
+      owns,
+      { timeout: 60_000 },
+    );
     for (const member of members) {
       const row = page.locator(`table.group-members tr[data-member="${member}"]`);
-      expect(await row.getAttribute('data-owns')).toBe(assignedKeyGroups(member, members, GROUPS).join(','));
+      expect(await row.getAttribute('data-owns')).toBe(owns[member]);
     }
     for (let kg = 0; kg < GROUPS; kg++) {
       const row = page.locator(`table.group-key-groups tr[data-key-group="${kg}"]`);

@@ -1,3 +1,4 @@
+import { checkStatePayload } from '../../src/checkpoint/checkPayloads';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -49,7 +50,9 @@ export const byKeyThenN = (a: Ev, b: Ev) => (a.key < b.key ? -1 : a.key > b.key 
 /** Parses a weir file (header line, JSON payload) without checks: for looking at what a test wrote. */
 export async function readWeirFile<T>(path: string): Promise<T> {
   const bytes = await readFile(path, 'utf8');
-  return JSON.parse(bytes.slice(bytes.indexOf('\n') + 1)) as T;
+  const payload = JSON.parse(bytes.slice(bytes.indexOf('\n') + 1)) as { uid: string };
+  // Through the readers' check, which also expands values written as rows (format 5) into plain entries.
+  return checkStatePayload(payload, payload.uid, path) as T;
 }
 
 /** Every file under `dir` with its bytes, for before/after comparisons. */
