@@ -1,4 +1,5 @@
-import type { ChildProcess } from 'node:child_process';
+import { execFile, type ChildProcess } from 'node:child_process';
+import { promisify } from 'node:util';
 
 /** What a child process printed on its stdout, line by line as it comes, and a wait for a line. */
 export interface ChildLines {
@@ -43,5 +44,23 @@ export async function killChildren(children: { readonly process: ChildProcess; r
       child.process.kill('SIGKILL');
     }
     await child.exited;
+  }
+}
+
+/** A member process of a scale-out test: its name, the process, what it printed, and its exit code once it exited. */
+export interface MemberChild extends ChildLines {
+  readonly name: string;
+  readonly process: ChildProcess;
+  exited: Promise<number | null>;
+}
+
+/** Runs the `weir` command (`bin/weir.js` under `root`) to its end: its exit code and what it printed. */
+export async function runWeirCommand(root: string, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, [`${root}/bin/weir.js`, ...args], { encoding: 'utf8' });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const failed = error as { code: number; stdout: string; stderr: string };
+    return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
   }
 }

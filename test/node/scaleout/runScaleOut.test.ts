@@ -1,10 +1,10 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createJob, fold, forEach, JobDefinitionError, keyGroupOf, PartitionMismatchError } from 'weir';
 import { keyGroupPartitions, natsObjectCheckpointStorage, natsSource, runScaleOut, type ScaleOutTask } from 'weir/node';
 import { bundleFixture, ROOT, type BundledFixture } from '../../support/childJob';
-import { childLines, killChildren } from '../../support/childLines';
+import { childLines, killChildren, type MemberChild } from '../../support/childLines';
 import { serverUp } from '../../support/servers';
 import { random } from '../../support/random';
 import { NATS, natsStreams, type NatsStreams } from '../connectors/natsStreams';
@@ -19,21 +19,12 @@ const LEASE = 3000;
 const GROUPS = 8;
 const USERS = 40;
 
-/** A runner in a child process, and the lines it printed. */
-interface Child {
-  readonly name: string;
-  readonly process: ChildProcess;
-  readonly lines: string[];
-  waitFor(match: (line: string) => boolean, from?: number): Promise<string>;
-  exited: Promise<number | null>;
-}
-
 describe.skipIf(!up)('runScaleOut: one task per owned key group, in member processes of their own', () => {
   let fixture: BundledFixture;
   let streams: NatsStreams;
   // Whether this test connected `streams` (a test that failed before would leave it closed).
   let streamsOpen = false;
-  const children: Child[] = [];
+  const children: MemberChild[] = [];
   let group = '';
   let input = '';
   let output = '';
@@ -45,7 +36,7 @@ describe.skipIf(!up)('runScaleOut: one task per owned key group, in member proce
   const db = testSchema(postgresUp);
   // Members started again whenever they exit unasked for (fenced because the loaded machine kept them from renewing
   // in time, or failed in an outage), as an operator's supervisor would; `planned` exits are the test's own doing.
-  let supervision = { members: new Map<string, Child>(), planned: new Set<Child>(), unplanned: 0, finishing: false };
+  let supervision = { members: new Map<string, MemberChild>(), planned: new Set<MemberChild>(), unplanned: 0, finishing: false };
 
   beforeAll(async () => {
     fixture = await bundleFixture(`${ROOT}/test/node/scaleout/fixtures/scaleOutRunner.ts`);
@@ -87,11 +78,11 @@ describe.skipIf(!up)('runScaleOut: one task per owned key group, in member proce
     input = await streams.create('wrin');
     output = await streams.create('wrout');
   };
-  const start = (name: string): Child => {
+  const start = (name: string): MemberChild => {
     const child = spawn(process.execPath, [fixture.file, servers, group, name, String(GROUPS), String(LEASE), input, output, bucket, ...sinkArgs], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
     const { lines, waitFor } = childLines(child);
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-    const handle: Child = {
+    const handle: MemberChild = {
       name,
       process: child,
       lines,
@@ -154,7 +145,7 @@ describe.skipIf(!up)('runScaleOut: one task per owned key group, in member proce
     }
     return got;
   };
-  const supervise = (name: string): Child => {
+  const supervise = (name: string): MemberChild => {
     const child = start(name);
     supervision.members.set(name, child);
     void child.exited.then(() => {
@@ -276,7 +267,7 @@ describe.skipIf(!up)('runScaleOut: one task per owned key group, in member proce
       for (const name of names) supervise(name);
       await Promise.all([...members.values()].map((child) => child.waitFor((line) => line === 'joined')));
       /** The key groups a member's tasks run on, from what it printed. */
-      const runs = (child: Child) => {
+      const runs = (child: MemberChild) => {
         const running = new Set<number>();
         for (const line of child.lines) {
           const [event, kg] = line.split(' ');

@@ -1,11 +1,10 @@
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ConnectorError, keyGroupOf, KeyGroupNotOwnedError, QueryableStateClient } from 'weir';
 import { assignedKeyGroups, keyGroupPartitions, natsObjectCheckpointStorage, scaleOutStatus, ScaleOutQueryClient, type ScaleOutStatus } from 'weir/node';
 import { ROOT } from '../../support/childJob';
-import { childLines } from '../../support/childLines';
+import { childLines, runWeirCommand } from '../../support/childLines';
 import { serverUp } from '../../support/servers';
 import { NATS, natsStreams, type NatsStreams } from '../connectors/natsStreams';
 
@@ -17,7 +16,6 @@ const GROUPS = 8;
 const USERS = 40;
 const RECORDS = 400;
 const FIXTURE = `${ROOT}/test/node/scaleout/fixtures/scaleOutQueryMember.ts`;
-const BIN = `${ROOT}/bin/weir.js`;
 
 /** A member process, the lines it printed, and a wait for one. */
 interface Member {
@@ -80,15 +78,7 @@ describe.skipIf(!up)('scale-out operations: the group status, weir inspect --gro
     running.add(member);
     return member;
   };
-  const weir = async (...args: string[]) => {
-    try {
-      const { stdout, stderr } = await promisify(execFile)(process.execPath, [BIN, ...args], { encoding: 'utf8' });
-      return { code: 0, stdout, stderr };
-    } catch (error) {
-      const failed = error as { code: number; stdout: string; stderr: string };
-      return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
-    }
-  };
+  const weir = (...args: string[]) => runWeirCommand(ROOT, ...args);
 
   it('shows members, owners and committed checkpoints, and answers a key from whichever member owns it, through a hand-over and a SIGKILL', { timeout: 300_000 }, async () => {
     const id = randomBytes(4).toString('hex');

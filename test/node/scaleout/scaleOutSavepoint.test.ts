@@ -1,34 +1,24 @@
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { promisify } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { CheckpointNotFoundError, GroupSavepointError } from 'weir';
 import { joinScaleOut, keyGroupPartitions, natsObjectCheckpointStorage, purgeConsumed, runScaleOut, scaleOutSavepoint, scaleOutStatus, type NatsObjectCheckpointStorage } from 'weir/node';
 import { bundleFixture, ROOT, type BundledFixture } from '../../support/childJob';
-import { childLines, killChildren } from '../../support/childLines';
+import { childLines, killChildren, type MemberChild, runWeirCommand } from '../../support/childLines';
 import { serverUp } from '../../support/servers';
 import { NATS, natsStreams, type NatsStreams } from '../connectors/natsStreams';
 
 const up = await serverUp('nats');
 
-const BIN = `${ROOT}/bin/weir.js`;
 const LEASE = 3000;
 const GROUPS = 8;
 const USERS = 40;
-
-interface Child {
-  readonly name: string;
-  readonly process: ChildProcess;
-  readonly lines: string[];
-  waitFor(match: (line: string) => boolean, from?: number): Promise<string>;
-  readonly exited: Promise<number | null>;
-}
 
 describe.skipIf(!up)('scale-out savepoints and retention: a group savepoint, groups started from it, old checkpoints and consumed input dropped', () => {
   let fixture: BundledFixture;
   let streams: NatsStreams | undefined;
   let storage: NatsObjectCheckpointStorage | undefined;
-  const children: Child[] = [];
+  const children: MemberChild[] = [];
   // The groups and bucket each test made, removed after it.
   let groups: string[] = [];
   let bucket = '';
@@ -65,12 +55,12 @@ describe.skipIf(!up)('scale-out savepoints and retention: a group savepoint, gro
     return group;
   };
   /** A runner of the fixture in a process of its own: counts per user of `input`, published to `output`. */
-  const start = (group: string, name: string, output: string, fromSavepoint?: string): Child => {
+  const start = (group: string, name: string, output: string, fromSavepoint?: string): MemberChild => {
     const args = [fixture.file, NATS, group, name, String(GROUPS), String(LEASE), input, output, bucket, ...(fromSavepoint === undefined ? [] : [`from=${fromSavepoint}`])];
     const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
     const { lines, waitFor } = childLines(child);
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-    const handle: Child = { name, process: child, lines, waitFor, exited };
+    const handle: MemberChild = { name, process: child, lines, waitFor, exited };
     children.push(handle);
     return handle;
   };
@@ -82,7 +72,7 @@ describe.skipIf(!up)('scale-out savepoints and retention: a group savepoint, gro
     await streams!.publish(messages);
   };
   /** Waits until `output` holds `count` counts; fails after 100 s with what the members printed last. */
-  const waitForOutput = async (output: string, count: number, members: Child[]) => {
+  const waitForOutput = async (output: string, count: number, members: MemberChild[]) => {
     const deadline = Date.now() + 100_000;
     const published = async () => (await streams!.jsm.streams.info(output)).state.messages;
     while ((await published()) < count) {
@@ -111,30 +101,21 @@ describe.skipIf(!up)('scale-out savepoints and retention: a group savepoint, gro
     }
     return sorted(got);
   };
-  /** The `weir` command: its exit code and what it printed. */
-  const weir = async (...args: string[]) => {
-    try {
-      const { stdout, stderr } = await promisify(execFile)(process.execPath, [BIN, ...args], { encoding: 'utf8' });
-      return { code: 0, stdout, stderr };
-    } catch (error) {
-      const failed = error as { code: number; stdout: string; stderr: string };
-      return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
-    }
-  };
+  const weir = (...args: string[]) => runWeirCommand(ROOT, ...args);
   const sorted = (map: Map<string, number[]>) => [...map.entries()].sort(([a], [b]) => a.localeCompare(b));
   /**
    * SIGTERM to each member; resolves with 0 per member that left cleanly, or its exit code and last lines. One that the loaded machine kept from
    * renewing its leases in time while the others left is fenced (3) instead, its key groups taken after the lease:
    * that counts as 0 when it says so, as in runScaleOut's tests; the output's checks still hold it to nothing lost.
    */
-  const leave = async (members: Child[]) => {
+  const leave = async (members: MemberChild[]) => {
     for (const child of members) child.process.kill('SIGTERM');
     return exits(members);
   };
   /** What `leave` resolves with, for members that leave on their own (stopped with a savepoint). */
-  const exits = async (members: Child[]) => {
+  const exits = async (members: MemberChild[]) => {
     const codes = await Promise.all(members.map((child) => child.exited));
-    const clean = (code: number | null, child: Child) => code === 0 || (code === 3 && child.lines.some((line) => /^fenced .*lost key group/.test(line)));
+    const clean = (code: number | null, child: MemberChild) => code === 0 || (code === 3 && child.lines.some((line) => /^fenced .*lost key group/.test(line)));
     return codes.map((code, i) => (clean(code, members[i]!) ? 0 : `${code}: ${members[i]!.lines.slice(-5).join(' | ')}`));
   };
 
