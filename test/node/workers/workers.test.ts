@@ -248,8 +248,14 @@ describe('restore on workers', { timeout: 240_000 }, () => {
     const job = settings({ records: 20_000, chunkSize: 1, checkpoints: join(dir, 'ck-incremental'), incremental: true });
     process.env.WEIR_TEST_JOB = JSON.stringify(job);
     const first = await startJob(keyedSum, { workers: 4, preload });
-    for (let i = 0; i < 3; i++) expect((await first.checkpoint()).status).toBe('completed');
-    const { id } = await first.checkpoint();
+    // A delta is taken after a full checkpoint while the deltas stay smaller than their base: how many records pass
+    // between checkpoints decides which ones are full, so the test checkpoints until one is a delta (it restores more
+    // than it wrote).
+    let last = await first.checkpoint();
+    for (let i = 0; i < 10 && !(last.fullSize > last.bytes); i++) last = await first.checkpoint();
+    expect(last.status).toBe('completed');
+    expect(last.fullSize).toBeGreaterThan(last.bytes);
+    const { id } = last;
     await first.cancel();
 
     const reads: { worker: number; path: string }[] = [];
