@@ -39,6 +39,7 @@ export {
   type ScaleOutTaskEvent,
   type ScaleOutJobOptions,
 } from './scaleout/runScaleOut.js';
+export type { RepartitionOptions } from './scaleout/repartition.js';
 export { purgeConsumed, type PurgeConsumedOptions, type PurgedSubject } from './scaleout/purgeConsumed.js';
 export { scaleOutSavepoint, type ScaleOutSavepoint, type ScaleOutSavepointOptions } from './scaleout/scaleOutSavepoint.js';
 export { scaleOutStatus, type ScaleOutStatus, type ScaleOutStatusOptions, type ScaleOutMemberStatus, type KeyGroupStatus } from './scaleout/scaleOutStatus.js';

@@ -8,6 +8,7 @@ import type { RunningJob } from '../../runtime/runningJob.js';
 import { readGroupSavepoint, type GroupSavepointManifest, type SavepointAnswer, type SavepointRequest } from './groupSavepoint.js';
 import { keyGroupStorage, savepointCommitStorage } from './keyGroupStorage.js';
 import { removeFormerEpochs } from './removeFormerEpochs.js';
+import { repartition, type RepartitionOptions } from './repartition.js';
 import { DEFAULT_LEASE, joinScaleOut, type ScaleOutMember, type ScaleOutMemberOptions } from './scaleOutMember.js';
 
 /** What `createJob` of a task takes: the task fills in the name, the key groups and the checkpoint storage. */
@@ -30,6 +31,15 @@ export interface ScaleOutTask {
    * fails the task with `PartitionMismatchError`, as its state would otherwise live with the wrong owner.
    */
   keyBy<T>(selector: (value: T) => Key): (input: Flow<T>) => KeyedFlow<T>;
+  /**
+   * A `keyBy` on another key inside this job (Kafka Streams' repartition topic): `flow`'s records are published, once
+   * each checkpoint commits, to the partition of their new key's key group (`<stream>.<topic>.<keyGroup>`), and the
+   * flow returned reads this key group's partition, keyed by the new key. Both parts are this one job: one checkpoint
+   * and one commit hold both parts' offsets and state. The runner makes the stream when it is missing.
+   * @example
+   * const byItem = task.repartition(perShop, { stream: 'SHOP_REPARTITION', topic: 'by-item', key: (sale) => sale.item });
+   */
+  repartition<T>(flow: Flow<T>, options: RepartitionOptions<T>): KeyedFlow<T>;
 }
 
 export interface RunScaleOutOptions extends Omit<ScaleOutMemberOptions, 'onChange' | 'release' | 'onSavepointRequest'> {
@@ -121,7 +131,7 @@ interface Task {
  */
 export async function runScaleOut(define: (task: ScaleOutTask) => Job, options: RunScaleOutOptions): Promise<ScaleOutRunner> {
   const { storage, checkpointInterval = 1000, taskTimeout = 60_000, onTask, fromSavepoint, ...memberOptions } = options;
-  const { group, maxParallelism = DEFAULT_MAX_PARALLELISM, lease = DEFAULT_LEASE } = memberOptions;
+  const { group, servers, connection, maxParallelism = DEFAULT_MAX_PARALLELISM, lease = DEFAULT_LEASE } = memberOptions;
   const who = `scale-out runner of group '${String(group)}'`;
   if (typeof define !== 'function') throw new JobDefinitionError(`${who}: give a function that makes a key group's job`);
   if (storage === null || typeof storage !== 'object' || typeof storage.write !== 'function') throw new JobDefinitionError(`${who}: storage must be a checkpoint storage every member shares, e.g. natsObjectCheckpointStorage(...)`);
@@ -183,34 +193,46 @@ export async function runScaleOut(define: (task: ScaleOutTask) => Job, options: 
         committedOnce = true;
       },
     });
+    // `keyBy` that checks each key belongs to this key group (task.keyBy, and the keying of a repartition's topic).
+    const checkedKeyBy = <T>(selector: (value: T) => Key) =>
+      keyBy<T>((value) => {
+        const key = selector(value);
+        const actual = keyGroupOf(key, maxParallelism);
+        if (actual !== keyGroup) {
+          throw new PartitionMismatchError(
+            `${name}: key ${JSON.stringify(key)} belongs to key group ${actual}, but it was read from key group ${keyGroup}'s partition; ` +
+              `its producer must publish it to key group ${actual}'s partition (keyGroupPartitions(...).byKey, or weir's keyGroupOf(key, ${maxParallelism}))`,
+          );
+        }
+        return key;
+      });
+    // The job `define` made, which a repartition adds its source to, and the streams its repartitions need.
+    let made: Job | undefined;
+    const preparations: (() => Promise<void>)[] = [];
     const task: ScaleOutTask = {
       keyGroup,
       maxParallelism,
       name,
       createJob: (jobOptions = {}) =>
-        createJob({
+        (made = createJob({
           ...jobOptions,
           name,
           maxParallelism,
           // A checkpoint that fails (a storage hiccup) is tolerated: the next one commits; a refused commit stops the
           // member, and its tasks with it.
           checkpoints: { interval: checkpointInterval, tolerableFailures: 10, ...jobOptions.checkpoints, storage: taskStorage },
-        }),
-      keyBy: <T>(selector: (value: T) => Key) =>
-        keyBy<T>((value) => {
-          const key = selector(value);
-          const actual = keyGroupOf(key, maxParallelism);
-          if (actual !== keyGroup) {
-            throw new PartitionMismatchError(
-              `${name}: key ${JSON.stringify(key)} belongs to key group ${actual}, but it was read from key group ${keyGroup}'s partition; ` +
-                `its producer must publish it to key group ${actual}'s partition (keyGroupPartitions(...).byKey, or weir's keyGroupOf(key, ${maxParallelism}))`,
-            );
-          }
-          return key;
-        }),
+        })),
+      keyBy: checkedKeyBy,
+      repartition: (flow, repartitionOptions) => {
+        const { flow: read, prepare } = repartition({ job: made, name, keyGroup, maxParallelism, servers, connection, keyBy: checkedKeyBy }, flow, repartitionOptions);
+        preparations.push(prepare);
+        return read;
+      },
     };
     const job = define(task);
     if (job?.name !== name) throw new JobDefinitionError(`${who}: define must return the job made by task.createJob() (named '${name}'), got ${job instanceof Object ? `job '${String(job.name)}'` : typeof job}`);
+    for (const prepare of preparations) await retrying(`${name}: making its repartition stream`, keyGroup, prepare, abandoned);
+    if (abandoned()) return;
     const running = job.start(restoredFrom === undefined ? undefined : { restore: { savepoint: restoredFrom, storage, ...(savepointJob === undefined ? {} : { job: savepointJob }) } });
     const entry: Task = {
       running,
