@@ -37,7 +37,7 @@ export interface RepartitionOptions<T> {
 export interface RepartitionContext {
   /** The task's job (the one `task.createJob()` made), undefined before it made one. */
   job: Job | undefined;
-  /** The task's job name, `<group>-kg<n>`: in every message id, so two tasks' ids never meet. */
+  /** The task's job name, `<group>-kg<n>`, for messages. */
   name: string;
   keyGroup: number;
   maxParallelism: number;
@@ -57,7 +57,7 @@ export interface Repartitioned<T> {
 /**
  * A `keyBy` on another key inside one task (Kafka Streams' repartition topic between two sub-topologies): `flow`'s
  * records are published by `toNats` to the partition of their new key's key group (batched, after each checkpoint
- * commits, with message ids made of the task's name and the checkpoint), and this task's own partition of the topic
+ * commits, with message ids made of the key group and the checkpoint), and this task's own partition of the topic
  * is read back by a `natsSource` of the same job, keyed by the new key. One job per key group so holds both parts:
  * one checkpoint, one commit, for both parts' offsets and state.
  */
@@ -72,9 +72,12 @@ export function repartition<T>(context: RepartitionContext, flow: Flow<T>, optio
   if (!(Number.isFinite(duplicateWindow) && duplicateWindow >= 1000)) throw new JobDefinitionError(`${who}: duplicateWindow must be ≥ 1000 ms, got ${String(duplicateWindow)}`);
   // Checks the topic token, and gives the subjects by weir's key-group function.
   const partitions = keyGroupPartitions({ prefix: stream, topic, maxParallelism });
+  // Message ids carry the key group: every task's sink has the same uid, and its random `run` alone could meet another
+  // task's. Not the group's name, so that a group started from another's savepoint publishes what that savepoint still
+  // held under the ids the other one used, which the stream drops within its duplicate window.
   flow.pipe(
     toNats(
-      { servers, ...(connection === undefined ? {} : { connection }), subject: partitions.byKey(key), batch, msgId: (p) => `${name}/${p.uid}/${p.run}/${p.checkpoint}/${p.index}` },
+      { servers, ...(connection === undefined ? {} : { connection }), subject: partitions.byKey(key), batch, msgId: (p) => `${p.uid}/kg${keyGroup}/${p.run}/${p.checkpoint}/${p.index}` },
       { uid: `${uid}-out` },
     ),
   );
