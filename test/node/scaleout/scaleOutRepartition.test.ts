@@ -137,7 +137,7 @@ describe.skipIf(!up)('task.repartition: a keyBy on another key inside one define
     }
   });
 
-  it('rejects a repartition whose topic another stream captures, and a flow of another job, with JobDefinitionError', { timeout: 120_000 }, async () => {
+  it('rejects a repartition whose topic another stream captures, a flow of another job and a bad stream name with JobDefinitionError', { timeout: 120_000 }, async () => {
     const nats = await setUp('rekey-bad');
     const storage = natsObjectCheckpointStorage({ servers: NATS, bucket });
     const sales = keyGroupPartitions({ prefix: input, topic: 'in', maxParallelism: GROUPS });
@@ -166,9 +166,19 @@ describe.skipIf(!up)('task.repartition: a keyBy on another key inside one define
         { servers: NATS, group: `${group}-b`, member: 'here', maxParallelism: GROUPS, lease: LEASE, storage },
       );
       await expect(other.done).rejects.toThrow(/the flow must belong to the job task\.createJob\(\) made/);
+      const misnamed = await runScaleOut(
+        (task) => {
+          const job = task.createJob();
+          const read = job.source(natsSource<Sale>({ servers: NATS, stream: input, subjects: sales.subjects([task.keyGroup]), bounded: false }), { uid: 'sales' });
+          task.repartition(read, { stream: 'not.a.stream', topic: 't', key: (s) => s.item });
+          return job;
+        },
+        { servers: NATS, group: `${group}-c`, member: 'here', maxParallelism: GROUPS, lease: LEASE, storage },
+      );
+      await expect(misnamed.done).rejects.toThrow(/repartition not\.a\.stream\.t: stream must be a JetStream stream name/);
     } finally {
       await storage.close();
-      for (const name of [`KV_${group}-b-leases`, `KV_${group}-b-commits`, squatter]) await nats.jsm.streams.delete(name).catch(() => undefined);
+      for (const name of [`KV_${group}-b-leases`, `KV_${group}-b-commits`, `KV_${group}-c-leases`, `KV_${group}-c-commits`, squatter]) await nats.jsm.streams.delete(name).catch(() => undefined);
     }
   });
 });
