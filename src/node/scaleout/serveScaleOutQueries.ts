@@ -36,6 +36,7 @@ export interface ServeScaleOutQueriesOptions extends Omit<QueryableStateServerOp
  * const server = await serveScaleOutQueries(runner, { servers, port: 0 });
  * const client = new ScaleOutQueryClient({ servers, group: runner.group });
  * await client.get('counts', 'ann');   // asked of whichever member owns ann's key group
+ * await client.keys('counts', { limit: 100 });   // every member asked for its key groups' keys, merged
  */
 export async function serveScaleOutQueries(runner: ScaleOutRunner, options: ServeScaleOutQueriesOptions): Promise<QueryableStateServer> {
   const { servers, connection: connectOptions, advertise, storage, ...serverOptions } = options;
