@@ -3,7 +3,7 @@ import { JobDefinitionError } from '../../core/errors.js';
 import { keyGroupOf } from '../../core/keyGroups.js';
 import type { Key } from '../../core/types.js';
 import { mergeKeyPages } from '../../query/mergeKeyPages.js';
-import { InvalidQueryError, KeyGroupNotOwnedError, QueryableStateUnavailableError, QueryServerUnreachableError } from '../../query/queryErrors.js';
+import { KeyGroupNotOwnedError, QueryableStateUnavailableError, QueryServerUnreachableError } from '../../query/queryErrors.js';
 import { QueryableStateClient } from '../../query/queryableStateClient.js';
 import type { KeyPage, KeyPageOptions, QueryOptions } from '../../query/stateQueries.js';
 import { lazyNatsConnection, type NatsConnectOptions } from '../connectors/nats/natsConnection.js';
@@ -87,7 +87,6 @@ export class ScaleOutQueryClient {
    */
   async keys(name: string, options: KeyPageOptions = {}): Promise<KeyPage> {
     const { group } = this.options;
-    if (options.asOf !== undefined) throw new InvalidQueryError(`keys of '${name}' in group '${group}': asOf is one key group's checkpoint id, so a listing across key groups takes none; list the live keys`);
     const deadline = Date.now() + (this.options.timeoutMs ?? 30_000);
     for (let attempt = 0; ; attempt++) {
       try {
