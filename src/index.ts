@@ -68,7 +68,7 @@ export { join, type JoinOptions } from './operators/join.js';
 export { intervalJoin, type IntervalJoinOptions } from './operators/intervalJoin.js';
 export type { CheckpointMode } from './core/graph.js';
 
-export type { QueryOptions, KeyPageOptions, KeyPage, QueryableStateReader } from './query/stateQueries.js';
+export type { QueryOptions, KeyPageOptions, KeyGroupPageOptions, KeyPage, QueryableStateReader } from './query/stateQueries.js';
 export type { QueryableStateInfo } from './query/queryableStateRegistry.js';
 export { QueryableStateClient, type QueryableStateClientOptions } from './query/queryableStateClient.js';
 export {

@@ -4,7 +4,7 @@ import { CheckpointNotFoundError, JobDefinitionError } from '../core/errors.js';
 import type { Key } from '../core/types.js';
 import { API_PREFIX, ERROR_STATUS, type ErrorBody, type ErrorCode } from '../query/queryProtocol.js';
 import { InvalidQueryError, KeyGroupNotOwnedError, QueryableStateUnavailableError, UnknownQueryableStateError } from '../query/queryErrors.js';
-import type { KeyPageOptions, QueryableStateReader } from '../query/stateQueries.js';
+import type { KeyGroupPageOptions, KeyPage, KeyPageOptions, QueryableStateReader } from '../query/stateQueries.js';
 import type { Registry } from 'prom-client';
 import { promClient, registerPrometheusMetrics, type MetricsSource } from './metrics/prometheusMetrics.js';
 import { existsSync } from 'node:fs';
@@ -100,8 +100,10 @@ class QueryError extends Error {
  * await serveQueryableState(running, { port: 9870, metrics: true });   // curl http://127.0.0.1:9870/metrics
  */
 export async function serveQueryableState(
-  // `group`: a scale-out member's reader (serveScaleOutQueries) serves its group's status at GET /v1/group.
-  running: QueryableStateReader & Partial<MetricsSource> & { view?(): JobView; group?(): Promise<unknown> },
+  // `group` and `queryKeyGroups`: a scale-out member's reader (serveScaleOutQueries) serves its group's status at
+  // GET /v1/group, and lists the keys of the key groups it is asked for (`keyGroups`).
+  running: QueryableStateReader &
+    Partial<MetricsSource> & { view?(): JobView; group?(): Promise<unknown>; queryKeyGroups?(name: string, keyGroups: unknown, options: KeyPageOptions): Promise<KeyPage> },
   options: QueryableStateServerOptions,
 ): Promise<QueryableStateServer> {
   const { port, host = '127.0.0.1', token, maxBodyBytes = 16 * 1024, rateLimit = { requests: 2_000, perMs: 1_000 }, queryTimeoutMs = 10_000 } = options;
@@ -141,8 +143,10 @@ export async function serveQueryableState(
       if (!('key' in body) || body.key === undefined) throw new QueryError('bad-request', `query of '${route.name}' needs a key`);
       return ok({ value: await running.query(route.name, body.key as Key, { asOf: body.asOf as number | undefined }) });
     }
-    const { prefix, from, to, limit, cursor, asOf } = body as KeyPageOptions;
-    return ok(await running.queryKeys(route.name, { prefix, from, to, limit, cursor, asOf }));
+    const { prefix, from, to, limit, cursor, asOf, keyGroups } = body as KeyGroupPageOptions;
+    if (keyGroups === undefined) return ok(await running.queryKeys(route.name, { prefix, from, to, limit, cursor, asOf }));
+    if (running.queryKeyGroups === undefined) throw new QueryError('bad-request', `keys of '${route.name}': keyGroups is for a scale-out member (serveScaleOutQueries); this server lists all its job's keys without it`);
+    return ok(await running.queryKeyGroups(route.name, keyGroups, { prefix, from, to, limit, cursor, asOf }));
   };
 
   const worker = new Worker(WORKER_FILE, {

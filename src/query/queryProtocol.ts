@@ -8,6 +8,10 @@
  *     GET  /v1/states/<name>/get?key=<string>&asOf=<id>        → { value }          (string keys, for curl)
  *     POST /v1/states/<name>/keys   { prefix?, from?, to?, limit?, cursor?, asOf? } → { keys, cursor? }
  *     GET  /v1/states/<name>/keys?prefix=&from=&to=&limit=&cursor=&asOf=          → { keys, cursor? }
+ *
+ * A scale-out member (`serveScaleOutQueries`) lists the keys of the key groups it is asked for, all its own:
+ *
+ *     POST /v1/states/<name>/keys   { keyGroups, prefix?, from?, to?, limit?, cursor? } → { keys, cursor? }
  */
 export const API_PREFIX = '/v1/states';
 

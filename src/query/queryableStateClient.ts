@@ -13,7 +13,7 @@ import {
   UnknownQueryableStateError,
 } from './queryErrors.js';
 import type { QueryableStateInfo } from './queryableStateRegistry.js';
-import type { KeyPage, KeyPageOptions, QueryOptions } from './stateQueries.js';
+import type { KeyGroupPageOptions, KeyPage, QueryOptions } from './stateQueries.js';
 
 export interface QueryableStateClientOptions {
   /** Sent as `Authorization: Bearer <token>`, for a server started with a token. */
@@ -55,10 +55,13 @@ export class QueryableStateClient {
     return body.value;
   }
 
-  /** A page of keys of queryable state `name`, in key order; pass `cursor` back for the next page. */
-  async keys(name: string, options: KeyPageOptions = {}): Promise<KeyPage> {
-    const { prefix, from, to, limit, cursor, asOf } = options;
-    return this.request<KeyPage>('POST', `${stateUrl(name)}/keys`, { prefix, from, to, limit, cursor, asOf });
+  /**
+   * A page of keys of queryable state `name`, in key order; pass `cursor` back for the next page. `keyGroups` asks a
+   * scale-out member (`serveScaleOutQueries`) for those of its key groups (`ScaleOutQueryClient.keys` lists a group).
+   */
+  async keys(name: string, options: KeyGroupPageOptions = {}): Promise<KeyPage> {
+    const { prefix, from, to, limit, cursor, asOf, keyGroups } = options;
+    return this.request<KeyPage>('POST', `${stateUrl(name)}/keys`, { prefix, from, to, limit, cursor, asOf, ...(keyGroups === undefined ? {} : { keyGroups }) });
   }
 
   /** The job's queryable states registered so far. */

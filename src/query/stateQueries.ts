@@ -24,6 +24,15 @@ export interface KeyPageOptions extends QueryOptions {
   cursor?: string;
 }
 
+/**
+ * A listing of some key groups' keys only: what `ScaleOutQueryClient.keys` asks each member of a scale-out group
+ * (`serveScaleOutQueries`) for, the key groups it owns; a single job's server refuses `keyGroups`.
+ */
+export interface KeyGroupPageOptions extends KeyPageOptions {
+  /** The key groups to list, each run by the member asked (else `KeyGroupNotOwnedError`). */
+  keyGroups?: number[];
+}
+
 /** A page of keys in key order; `cursor` is set when more keys follow. */
 export interface KeyPage {
   readonly keys: Key[];

@@ -3,6 +3,7 @@ import type { CheckpointParticipants } from '../checkpoint/checkpointParticipant
 import type { LoadedCheckpoint } from '../checkpoint/loadCheckpoint.js';
 import { JobDefinitionError, WorkerFailedError } from '../core/errors.js';
 import type { CheckpointStorage, Key } from '../core/types.js';
+import { mergeKeyPages } from '../query/mergeKeyPages.js';
 import { QueryableStateUnavailableError } from '../query/queryErrors.js';
 import { QueryableStateRegistry, type QueryableStateInfo } from '../query/queryableStateRegistry.js';
 import type { KeyPage, KeyPageOptions } from '../query/stateQueries.js';
@@ -10,7 +11,7 @@ import type { SnapshotTarget } from '../task/snapshotWriter.js';
 import type { Attempt } from './attempt.js';
 import type { JobExecutionOptions } from './job.js';
 import type { HostedWorker, WorkerHost } from './workerHost.js';
-import { mergeKeyPages, queryErrorOf } from './workerQueries.js';
+import { queryErrorOf } from './workerQueries.js';
 import type { WorkerSetup } from './workerTasks.js';
 import { HEARTBEAT_MS, describeMessage, fromWireError, toWireError, type FromWorker, type ToWorker, type WireError } from './workerProtocol.js';
 

@@ -130,6 +130,8 @@ describe('serveQueryableState and QueryableStateClient', () => {
     await expect(client.get('nope', 'a')).rejects.toThrow(UnknownQueryableStateError);
     await expect(client.keys('visit-count', { limit: 0 })).rejects.toThrow(InvalidQueryError);
     await expect(client.keys('visit-count', { cursor: '!!' })).rejects.toThrow(/cursor/);
+    // Key groups are a scale-out member's to list (serveScaleOutQueries); a job's server lists all its keys.
+    await expect(client.keys('visit-count', { keyGroups: [0] })).rejects.toThrow(new InvalidQueryError("keys of 'visit-count': keyGroups is for a scale-out member (serveScaleOutQueries); this server lists all its job's keys without it"));
     await expect(client.get('visit-count', 'user-01', { asOf: 42 })).rejects.toThrow(CheckpointNotFoundError);
     // The job is unharmed by all of it.
     expect(await client.get('visit-count', 'user-01')).toBe(expectedAfter(20, 'user-01')!.count);

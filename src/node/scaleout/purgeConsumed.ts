@@ -32,7 +32,8 @@ export interface PurgedSubject {
  * Purges what a scale-out group has consumed for good from a JetStream stream (Kafka Streams' purge of repartition
  * topics below the committed offsets): for each key group's committed checkpoint, the `source`'s saved offset per
  * subject (its last sequence read) is read without the job's code, and the subject's messages up to it are purged
- * (`purge` with `filter` and `seq`). A new owner restores from the committed checkpoint and reads on after its
+ * (`purge` with `filter` and `seq`); an offset in the middle of a batch message (`toNats({ batch })`) keeps that
+ * message. A new owner restores from the committed checkpoint and reads on after its
  * offsets, so it never asks for those messages again; subjects of key groups that have no commit yet are left whole.
  * Call it now and then (a timer, a cron job); it only purges, so it is safe to run beside the group. Not covered: a
  * task that restarts in place and falls back past its committed checkpoint (only when that one cannot be read).

@@ -2,9 +2,10 @@ import type { KV } from '@nats-io/kv';
 import { JobDefinitionError } from '../../core/errors.js';
 import { keyGroupOf } from '../../core/keyGroups.js';
 import type { Key } from '../../core/types.js';
+import { mergeKeyPages } from '../../query/mergeKeyPages.js';
 import { KeyGroupNotOwnedError, QueryableStateUnavailableError, QueryServerUnreachableError } from '../../query/queryErrors.js';
 import { QueryableStateClient } from '../../query/queryableStateClient.js';
-import type { QueryOptions } from '../../query/stateQueries.js';
+import type { KeyPage, KeyPageOptions, QueryOptions } from '../../query/stateQueries.js';
 import { lazyNatsConnection, type NatsConnectOptions } from '../connectors/nats/natsConnection.js';
 import { endpointKey, openGroup, type ScaleOutEndpoint } from './scaleOutStatus.js';
 
@@ -21,6 +22,13 @@ export interface ScaleOutQueryClientOptions {
    * hand-over or after a member died, until the new owner restored the key group.
    */
   timeoutMs?: number;
+}
+
+/** The member holding `keyGroup`'s lease; `KeyGroupNotOwnedError` while it has none. */
+async function ownerOfKeyGroup(group: string, leases: KV, keyGroup: number): Promise<string> {
+  const owner = (await leases.get(`kg.${keyGroup}`))?.string() || undefined;
+  if (owner === undefined) throw new KeyGroupNotOwnedError(`group '${group}': key group ${keyGroup} has no owner right now (being handed over, or its owner died)`, keyGroup, undefined, undefined);
+  return owner;
 }
 
 /** Errors that end once ownership settles: the key group moved, its owner is gone or still restoring it. */
@@ -65,16 +73,83 @@ export class ScaleOutQueryClient {
   }
 
   /**
+   * A page of the keys of queryable state `name` across the group, in key order; pass `cursor` back for the next
+   * page (Kafka Streams' `allMetadataForStore` and a call to each instance, merged). Each page asks every key group's
+   * owner, once per member, for the smallest `limit` keys after the cursor of the key groups it owns, and merges
+   * them as a job merges its workers' pages. The cursor is a key, not a member's position, so a listing goes on
+   * across a hand-over; there is no snapshot across members or pages (see README, "Queries routed to the owner").
+   * While ownership moves it re-reads the owners and asks again, for up to `timeoutMs`; past it, a member that
+   * cannot be reached is a `QueryServerUnreachableError` naming it and its key groups: call `keys` again with the
+   * same cursor, which loses nothing read so far.
+   * @example
+   * let page = await client.keys('counts', { prefix: 'user-', limit: 500 });
+   * while (page.cursor) page = await client.keys('counts', { prefix: 'user-', limit: 500, cursor: page.cursor });
+   */
+  async keys(name: string, options: KeyPageOptions = {}): Promise<KeyPage> {
+    const { group } = this.options;
+    const deadline = Date.now() + (this.options.timeoutMs ?? 30_000);
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const owners = await this.owners();
+        const pages = await Promise.all(
+          [...owners].map(async ([owner, { url, keyGroups }]) => {
+            try {
+              return await this.client(url).keys(name, { ...options, keyGroups });
+            } catch (error) {
+              if (!(error instanceof QueryServerUnreachableError)) throw error;
+              throw new QueryServerUnreachableError(
+                `keys of '${name}' in group '${group}': member '${owner}' (key groups ${keyGroups.join(', ')}) at ${url} cannot be reached; ` +
+                  'once its lease ran out another member restores its key groups: call keys again with the same cursor (nothing read so far is lost)',
+                { cause: error },
+              );
+            }
+          }),
+        );
+        return mergeKeyPages(pages, options.limit);
+      } catch (error) {
+        if (!passing.some((type) => error instanceof type) || Date.now() >= deadline) throw error;
+        await new Promise((resolve) => setTimeout(resolve, Math.min(1000, 50 * 2 ** attempt)));
+      }
+    }
+  }
+
+  /**
    * Where `key` is served now: its key group, the member holding the key group's lease, and the URL it advertised.
    * `KeyGroupNotOwnedError` when the key group has no owner, or its owner serves no queries.
    */
   async ownerOf(key: Key): Promise<{ keyGroup: number; owner: string; url: string }> {
+    const { leases, commits, maxParallelism } = await this.groupBuckets();
+    const keyGroup = keyGroupOf(key, maxParallelism);
+    const owner = await ownerOfKeyGroup(this.options.group, leases, keyGroup);
+    return { keyGroup, owner, url: await this.urlOf(commits, owner, keyGroup) };
+  }
+
+  /** Gives the NATS connection up. */
+  async close(): Promise<void> {
+    await this.connection.close();
+  }
+
+  /** Every key group's owner now, by member, with its address: `KeyGroupNotOwnedError` while one has none. */
+  private async owners(): Promise<Map<string, { url: string; keyGroups: number[] }>> {
+    const { leases, commits, maxParallelism } = await this.groupBuckets();
+    const { group } = this.options;
+    const owners = await Promise.all(Array.from({ length: maxParallelism }, (_, keyGroup) => ownerOfKeyGroup(group, leases, keyGroup)));
+    const byMember = new Map<string, { url: string; keyGroups: number[] }>();
+    for (const [keyGroup, owner] of owners.entries()) {
+      let served = byMember.get(owner);
+      if (served === undefined) byMember.set(owner, (served = { url: await this.urlOf(commits, owner, keyGroup), keyGroups: [] }));
+      served.keyGroups.push(keyGroup);
+    }
+    return byMember;
+  }
+
+  /** The group's buckets, opened once, and its number of key groups, which every member advertises with its address. */
+  private async groupBuckets(): Promise<{ leases: KV; commits: KV; maxParallelism: number }> {
     const { group } = this.options;
     const { leases, commits } = await (this.buckets ??= openGroup(this.connection, group).catch((error: unknown) => {
       this.buckets = undefined;
       throw error;
     }));
-    // Every member advertises the group's number of key groups with its address; any one will do.
     let maxParallelism = this.maxParallelism;
     if (maxParallelism === undefined) {
       for await (const name of await commits.keys(endpointKey('*'))) {
@@ -83,17 +158,14 @@ export class ScaleOutQueryClient {
       }
     }
     if (maxParallelism === undefined) throw new KeyGroupNotOwnedError(`group '${group}': no member serves queries; start serveScaleOutQueries(runner, …) in its members`, undefined, undefined, undefined);
-    const keyGroup = keyGroupOf(key, maxParallelism);
-    const owner = (await leases.get(`kg.${keyGroup}`))?.string() || undefined;
-    if (owner === undefined) throw new KeyGroupNotOwnedError(`group '${group}': key group ${keyGroup} has no owner right now (being handed over, or its owner died)`, keyGroup, undefined, undefined);
-    const endpoint = await commits.get(endpointKey(owner));
-    if (endpoint?.operation !== 'PUT') throw new KeyGroupNotOwnedError(`group '${group}': key group ${keyGroup}'s owner, member '${owner}', serves no queries`, keyGroup, owner, undefined);
-    return { keyGroup, owner, url: endpoint.json<ScaleOutEndpoint>().url };
+    return { leases, commits, maxParallelism };
   }
 
-  /** Gives the NATS connection up. */
-  async close(): Promise<void> {
-    await this.connection.close();
+  /** The URL `owner` advertised; `KeyGroupNotOwnedError` (for `keyGroup`) when it serves no queries. */
+  private async urlOf(commits: KV, owner: string, keyGroup: number): Promise<string> {
+    const endpoint = await commits.get(endpointKey(owner));
+    if (endpoint?.operation !== 'PUT') throw new KeyGroupNotOwnedError(`group '${this.options.group}': key group ${keyGroup}'s owner, member '${owner}', serves no queries`, keyGroup, owner, undefined);
+    return endpoint.json<ScaleOutEndpoint>().url;
   }
 
   private client(url: string): QueryableStateClient {

@@ -1,8 +1,8 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { CheckpointNotFoundError, GroupSavepointError } from 'weir';
-import { joinScaleOut, keyGroupPartitions, natsObjectCheckpointStorage, purgeConsumed, runScaleOut, scaleOutSavepoint, scaleOutStatus, type NatsObjectCheckpointStorage } from 'weir/node';
+import { CheckpointNotFoundError, filter, fold, GroupSavepointError, keyGroupOf, map, readSavepoint } from 'weir';
+import { joinScaleOut, keyGroupPartitions, natsObjectCheckpointStorage, natsSource, purgeConsumed, runScaleOut, scaleOutSavepoint, scaleOutStatus, type NatsObjectCheckpointStorage, type ScaleOutRunner, type ScaleOutTask } from 'weir/node';
 import { bundleFixture, ROOT, type BundledFixture } from '../../support/childJob';
 import { childLines, killChildren, type MemberChild, runWeirCommand } from '../../support/childLines';
 import { serverUp } from '../../support/servers';
@@ -254,5 +254,90 @@ describe.skipIf(!up)('scale-out savepoints and retention: a group savepoint, gro
     await waitForOutput(output, 700, [c]);
     expect(await leave([c])).toEqual([0]);
     expect(await outputPerUser(output)).toEqual(oneProcessRun(0, 700));
+  });
+  it('purges below a commit that sits in the middle of a batch message, and the new owner reads the rest of that message', { timeout: 300_000 }, async () => {
+    const nats = await setUp('midbatch');
+    const group = newGroup('midbatch');
+    const partitions = keyGroupPartitions({ prefix: input, topic: 'in', maxParallelism: GROUPS });
+    const user = 'u0';
+    const keyGroup = keyGroupOf(user, GROUPS);
+    const subject = partitions.subjectOfKey(user);
+    type Click = { user: string; i?: number; poison?: true };
+    /** A task of the group: counts its partition's clicks per user; `onClick` sees each click before it is counted. */
+    const define = (onClick: (click: Click, keyGroup: number) => void) => (task: ScaleOutTask) => {
+      // Three records per read: a checkpoint barrier falls between two records of a 1,000-record message.
+      const job = task.createJob({ chunkSize: 3, onWarning: () => undefined });
+      job
+        .source(natsSource<Click>({ servers: NATS, stream: input, subjects: partitions.subjects([task.keyGroup]), bounded: false }), { uid: 'clicks' })
+        .pipe(
+          map((click: Click) => (onClick(click, task.keyGroup), click)),
+          filter((click: Click) => click.poison === undefined),
+          task.keyBy((click: Click) => click.user),
+          fold(0, (n: number) => n + 1, { uid: 'count', queryable: 'counts' }),
+        );
+      return job;
+    };
+    const countOf = async (runner: ScaleOutRunner) => runner.task(keyGroup)?.query<number>('counts', user);
+    const until = async (done: () => Promise<boolean>) => {
+      while (!(await done().catch(() => false))) await new Promise((resolve) => setTimeout(resolve, 100));
+    };
+    const options = { servers: NATS, group, maxParallelism: GROUPS, lease: LEASE, storage: storage!, checkpointInterval: 3_600_000 };
+
+    // a checkpoints once, by hand, while it reads message 2, and never again (the interval is an hour): its commit
+    // stays in the middle of that message while it reads on to the end.
+    let checkpointed: Promise<{ id: number }> | undefined;
+    const a: ScaleOutRunner = await runScaleOut(
+      define((click, kg) => {
+        if (click.poison) throw new Error('poison: a dies without a final checkpoint');
+        if (kg === keyGroup && click.i === 500) checkpointed = a.task(keyGroup)!.checkpoint();
+      }),
+      { ...options, member: 'm-a' },
+    );
+    const records = (from: number, to: number) => Array.from({ length: to - from }, (_, k) => JSON.stringify({ user, i: from + k }));
+    // Sequence 1: records 0–9; 2: records 10–1009; 3: records 1010–1019.
+    await nats.publishBatches([
+      [subject, records(0, 10)],
+      [subject, records(10, 1010)],
+      [subject, records(1010, 1020)],
+    ]);
+    await until(async () => checkpointed !== undefined);
+    const { id } = await checkpointed!;
+    await until(async () => (await countOf(a)) === 1020);
+    const status = await scaleOutStatus({ servers: NATS, group, storage: storage! });
+    const committed = status.keyGroups.find((kg) => kg.keyGroup === keyGroup)!.checkpoint!;
+    expect(committed.id).toBe(id);
+    // The source's offset in the commit: message 2, with the records of it read before the barrier.
+    let offset: unknown;
+    for await (const { operator } of (await readSavepoint(storage!, committed.path)).payloads('clicks')) {
+      const splits = (operator as { offset?: { splits?: { id: string; offset: unknown }[] } } | undefined)?.offset?.splits ?? [];
+      offset ??= splits.find((split) => split.id === subject)?.offset;
+    }
+    expect(offset).toEqual([2, expect.any(Number)]);
+    const readOfMessage = (offset as [number, number])[1];
+    expect(readOfMessage).toBeGreaterThan(0);
+    expect(readOfMessage).toBeLessThan(1000);
+
+    // Only message 1 goes: message 2 is still needed (the other key groups have no commit, so nothing of theirs).
+    expect(await purgeConsumed({ servers: NATS, stream: input, group, source: 'clicks', storage: storage! })).toEqual([{ subject, below: 2, purged: 1 }]);
+    expect((await nats.jsm.streams.info(input)).state).toMatchObject({ messages: 2, first_seq: 2 });
+
+    // a fails on a poisoned record: it leaves, handing key group over without a commit of its own after the first.
+    await nats.publish([[subject, JSON.stringify({ user, poison: true })]]);
+    await expect(a.done).rejects.toThrow('poison');
+    // b restores the commit: it reads message 2 from the record after the barrier's, then message 3, and counts
+    // every record once though message 1 is gone.
+    const seen: number[] = [];
+    const b = await runScaleOut(
+      define((click, kg) => {
+        if (kg === keyGroup && click.i !== undefined) seen.push(click.i);
+      }),
+      { ...options, member: 'm-b' },
+    );
+    try {
+      await until(async () => (await countOf(b)) === 1020);
+      expect(seen).toEqual(Array.from({ length: 1020 - 10 - readOfMessage }, (_, k) => 10 + readOfMessage + k));
+    } finally {
+      await b.leave();
+    }
   });
 });
