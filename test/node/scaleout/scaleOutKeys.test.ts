@@ -12,7 +12,7 @@ const up = await serverUp('nats');
 
 // Long enough that a member on this loaded machine renews in time, and that a SIGKILLed one still holds its key
 // groups when the test asks for them right after.
-const LEASE = 10_000;
+const LEASE = 20_000;
 const GROUPS = 8;
 const USERS = 40;
 const RECORDS = 400;
@@ -87,7 +87,7 @@ describe.skipIf(!up)('scale-out key listings: ScaleOutQueryClient.keys pages thr
       );
     await settled();
 
-    const client = new ScaleOutQueryClient({ servers: NATS, group });
+    const client = new ScaleOutQueryClient({ servers: NATS, group, timeoutMs: 90_000 });
     const impatient = new ScaleOutQueryClient({ servers: NATS, group, timeoutMs: 0 });
     try {
       // Pages of 7 from both members, in key order, each key once: the same listing one process would give.
