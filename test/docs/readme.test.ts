@@ -111,6 +111,6 @@ describe('README examples', () => {
       } finally {
         rmSync(cwd, { recursive: true, force: true });
       }
-    }, 60_000);
+    }, 150_000);
   }
 });
