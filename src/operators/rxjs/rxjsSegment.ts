@@ -7,7 +7,7 @@ import type { HandlerOperatorSpec, OperatorHandler, OperatorSpec } from '../oper
 import { ClosureStateCheck } from './closureStateCheck.js';
 import { applySteps, type LiftedStep } from './liftedSteps.js';
 import { SegmentInput } from './segmentInput.js';
-import { SegmentOutput } from './segmentOutput.js';
+import { segmentOutputClass } from './segmentOutput.js';
 import { checkedPath, productionPath } from './segmentPath.js';
 
 /**
@@ -42,6 +42,7 @@ export class RxjsSegment implements HandlerOperatorSpec<unknown, unknown> {
     let onRecord: (value: unknown) => void;
     let handle: (run: () => void) => void;
     const asynchronous = () => fail(new AsynchronousOperatorError(asynchronousMessage(task)));
+    const SegmentOutput = segmentOutputClass();
     // Production mode runs a path without the check's branches: V8 inlines up to a budget of bytecode per function,
     // and the record path holds the operators' Subscriber chain (see segmentPath.ts).
     if (!ClosureStateCheck.applies(steps)) {

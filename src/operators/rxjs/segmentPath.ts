@@ -95,25 +95,29 @@ export const checkedPath = (record: { current: number | undefined }, emit: (valu
       handling = false;
     },
     records: (input, first, check) => {
-      const handleRecord = (value: unknown) => {
-        handling = true;
-        if (input.only === first) first!.next(value);
-        else input.next(value);
-        handling = false;
-      };
       // A record the check samples: its output is held until a fresh instance agreed with it.
       const checked = (value: unknown) => {
-        const live = hold(() => handleRecord(value));
+        const live = hold(() => {
+          handling = true;
+          if (input.only === first) first!.next(value);
+          else input.next(value);
+          handling = false;
+        });
         check.verify(value, live);
         for (const emitted of live) {
           record.current = timestamp;
           emit(emitted);
         }
       };
+      // The unchecked records' way is written out here rather than shared with `checked`: a function of its own
+      // would be optimized on its own first, and V8 then declines to inline it (with all it inlined) here.
       return (value) => {
         timestamp = record.current;
         if (check.samples()) return checked(value);
-        handleRecord(value);
+        handling = true;
+        if (input.only === first) first!.next(value);
+        else input.next(value);
+        handling = false;
       };
     },
   };
