@@ -1,6 +1,6 @@
 // RxJS's own operators inside weir pipelines: records go through them as in RxJS, barriers, watermarks and the end
 // of input around them, and state after them stays exactly-once across a checkpoint and a restore.
-import { catchError, delay, filter as rxFilter, map as rxMap, mergeMap, of, reduce as rxReduce, take, throwError, toArray } from 'rxjs';
+import { catchError, delay, filter as rxFilter, map as rxMap, mergeMap, of, reduce as rxReduce, retry, take, throwError, toArray } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it } from 'vitest';
 import {
@@ -165,6 +165,20 @@ describe('RxJS operators in a weir pipeline', () => {
     const result = await job.start().done;
     expect(out.values).toEqual([1, 2]);
     expect(result.status).toBe('finished');
+  });
+
+  it('hands the records after a retry to the new subscription, as a Subject would (the failed record is gone)', async () => {
+    const out = await run([1, 2, 3, 4], (numbers) =>
+      numbers.pipe(
+        rxMap((n) => {
+          if (n === 2) throw new RangeError(`no ${n}`);
+          return n * 10;
+        }),
+        retry(),
+        rxFilter((n) => n !== 30),
+      ),
+    );
+    expect(out).toEqual([10, 40]);
   });
 
   it('completes the rxjs operators at the end of input, so that rxjs reduce and toArray emit before the final checkpoint', async () => {

@@ -2,11 +2,13 @@ import { MAX_WATERMARK } from '../../core/elements.js';
 import { AsynchronousOperatorError } from '../../core/errors.js';
 import type { TaskContext } from '../../core/graph.js';
 import type { Unsubscribable } from 'rxjs';
+import { ownCopy } from '../../core/ownCopy.js';
 import type { HandlerOperatorSpec, OperatorHandler, OperatorSpec } from '../operatorSpec.js';
 import { ClosureStateCheck } from './closureStateCheck.js';
 import { applySteps, type LiftedStep } from './liftedSteps.js';
 import { SegmentInput } from './segmentInput.js';
-import { SegmentOutput } from './segmentOutput.js';
+import { segmentOutputClass } from './segmentOutput.js';
+import { checkedPath, productionPath } from './segmentPath.js';
 
 /**
  * Consecutive RxJS operators of a pipeline, run as one rxjs chain: a Subject of the records (SegmentInput), the
@@ -33,86 +35,35 @@ export class RxjsSegment implements HandlerOperatorSpec<unknown, unknown> {
   }
 
   setup(task: TaskContext, emit: (value: unknown) => void, fail: (error: unknown) => void): OperatorHandler<unknown> {
-    const { record } = task;
     const steps = this.steps;
     const input = new SegmentInput();
-    // Whether the segment is handling an input (a record, the end of input, its subscription): it emits only then.
-    let handling = true;
-    // The timestamp of the record being handled, which what it emits carries; at the end of input, the last record's.
-    let timestamp: number | undefined;
-    let subscription: Unsubscribable;
+    const chain = applySteps(input.observable, steps);
+    let subscription: Unsubscribable | undefined;
     let onRecord: (value: unknown) => void;
+    let handle: (run: () => void) => void;
     const asynchronous = () => fail(new AsynchronousOperatorError(asynchronousMessage(task)));
-    // The record path is compiled, with the operators' Subscriber chain, into one function of the chain's: V8 inlines
-    // up to a budget of bytecode per function, and what it cannot inline is a call per record and operator. So the
-    // functions here stay small, and production mode runs ones without the check's branches.
+    const SegmentOutput = segmentOutputClass();
+    // Production mode runs a path without the check's branches: V8 inlines up to a budget of bytecode per function,
+    // and the record path holds the operators' Subscriber chain (see segmentPath.ts).
     if (!ClosureStateCheck.applies(steps)) {
-      const output = (value: unknown) => {
-        if (!handling) return asynchronous();
-        // Downstream operators may have moved the shared slot since the last emission.
-        record.current = timestamp;
-        emit(value);
-      };
-      subscription = applySteps(input.observable, steps).subscribe(new SegmentOutput(output, fail));
-      onRecord = (value) => {
-        timestamp = record.current;
-        handling = true;
-        input.next(value);
-        handling = false;
-      };
+      const path = ownCopy(productionPath)(task.record, emit, asynchronous);
+      path.handle(() => (subscription = chain.subscribe(new SegmentOutput(path.output, fail))));
+      onRecord = path.records(input, input.only);
+      handle = path.handle;
     } else {
-      // What the segment emits while the closure-state check holds it back (see checked).
-      let held: unknown[] | undefined;
-      const output = (value: unknown) => {
-        if (held !== undefined) return void held.push(value);
-        if (!handling) return asynchronous();
-        record.current = timestamp;
-        emit(value);
-      };
-      // What `run` made the segment emit, kept from downstream. RxJS routes the operators' throws to `error`; anything
-      // else that throws fails the attempt, so the flags here and below need no restoring on the way out.
-      const hold = (run: () => void) => {
-        const emitted: unknown[] = (held = []);
-        run();
-        held = undefined;
-        return emitted;
-      };
-      const check = new ClosureStateCheck(steps, task, { subscriber: (error) => new SegmentOutput(output, error), hold });
-      subscription = applySteps(input.observable, steps).subscribe(new SegmentOutput(output, fail));
-      // A record the check samples: its output is held until a fresh instance agreed with it.
-      const checked = (value: unknown) => {
-        const live = hold(() => {
-          handling = true;
-          input.next(value);
-          handling = false;
-        });
-        check.verify(value, live);
-        for (const emitted of live) {
-          record.current = timestamp;
-          emit(emitted);
-        }
-      };
-      onRecord = (value) => {
-        timestamp = record.current;
-        if (check.samples()) return checked(value);
-        handling = true;
-        input.next(value);
-        handling = false;
-      };
+      const path = ownCopy(checkedPath)(task.record, emit, asynchronous);
+      const check = new ClosureStateCheck(steps, task, { subscriber: (error) => new SegmentOutput(path.output, error), hold: path.hold });
+      path.handle(() => (subscription = chain.subscribe(new SegmentOutput(path.output, fail))));
+      onRecord = path.records(input, input.only, check);
+      handle = path.handle;
     }
-    handling = false;
     return {
       onRecord,
       onWatermark(watermark, forward) {
-        if (watermark.timestamp === MAX_WATERMARK.timestamp) {
-          record.current = timestamp;
-          handling = true;
-          input.complete();
-          handling = false;
-        }
+        if (watermark.timestamp === MAX_WATERMARK.timestamp) handle(() => input.complete());
         forward();
       },
-      dispose: () => subscription.unsubscribe(),
+      dispose: () => subscription?.unsubscribe(),
     };
   }
 }

@@ -9,34 +9,34 @@ import { Observable, type Subscriber } from 'rxjs';
  */
 export class SegmentInput {
   private readonly subscribers: Subscriber<unknown>[] = [];
-  /**
-   * The subscriber when there is exactly one (the usual case: the segment's first operator), read by `next` first.
-   * Everything `next` inlines counts against V8's inlining budget of the function the record path is compiled into,
-   * which the operators' own Subscriber chain needs: the one-subscriber path stays a few bytes of bytecode.
-   */
-  private only: Subscriber<unknown> | undefined;
+  private single: Subscriber<unknown> | undefined;
   private ended = false;
 
   readonly observable = new Observable<unknown>((subscriber) => {
     if (this.ended) return subscriber.complete();
     this.subscribers.push(subscriber);
-    this.only = this.subscribers.length === 1 ? subscriber : undefined;
+    this.single = this.subscribers.length === 1 ? subscriber : undefined;
     return () => {
       const index = this.subscribers.indexOf(subscriber);
       if (index >= 0) this.subscribers.splice(index, 1);
-      this.only = this.subscribers.length === 1 ? this.subscribers[0] : undefined;
+      this.single = this.subscribers.length === 1 ? this.subscribers[0] : undefined;
     };
   });
 
+  /** The subscriber when there is exactly one (the usual case: the segment's first operator). */
+  get only(): Subscriber<unknown> | undefined {
+    return this.single;
+  }
+
   next(value: unknown): void {
-    const only = this.only;
+    const only = this.single;
     if (only !== undefined) only.next(value);
     else this.nextEach(value);
   }
 
   complete(): void {
     this.ended = true;
-    this.only = undefined;
+    this.single = undefined;
     for (const subscriber of this.subscribers.splice(0)) subscriber.complete();
   }
 
