@@ -42,6 +42,8 @@ describe.skipIf(!up)('runScaleOut: one task per owned key group, in member proce
     fixture = await bundleFixture(`${ROOT}/test/node/scaleout/fixtures/scaleOutRunner.ts`);
   }, 60_000);
   afterEach(async () => {
+    // A failed test's members are not started again as they are killed here (they ran on, orphaned, after the test).
+    supervision.finishing = true;
     await killChildren(children);
     if (!streamsOpen) return;
     streamsOpen = false;
