@@ -83,7 +83,8 @@ describe.skipIf(!up)('runScaleOut: one task per owned key group, in member proce
   const start = (name: string): MemberChild => {
     const child = spawn(process.execPath, [fixture.file, servers, group, name, String(GROUPS), String(LEASE), input, output, bucket, ...sinkArgs], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
     const { lines, waitFor } = childLines(child);
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    // On 'close', not 'exit': by then its stdout is read to the end, so its last line (`left`, `fenced …`) is in `lines`.
+    const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
     const handle: MemberChild = {
       name,
       process: child,
