@@ -1,3 +1,4 @@
+import type { JetStreamManager } from '@nats-io/jetstream';
 import type { ObjectStore } from '@nats-io/obj';
 import { CheckpointCorruptedError, CheckpointNotFoundError, ConnectorError, JobDefinitionError } from '../../core/errors.js';
 import type { CheckpointStorage } from '../../core/types.js';
@@ -40,12 +41,14 @@ export function natsObjectCheckpointStorage(options: NatsObjectCheckpointStorage
   if (typeof bucket !== 'string' || !/^[-\w]+$/.test(bucket)) throw new JobDefinitionError(`${who}: bucket must be a non-empty name of letters, digits, '-' and '_'`);
   if (!(Number.isFinite(timeout) && timeout > 0)) throw new JobDefinitionError(`${who}: timeout must be a positive number of ms, got ${String(timeout)}`);
   const connection = lazyNatsConnection({ ...connectOptions, servers });
-  let opened: Promise<ObjectStore> | undefined;
-  const store = (): Promise<ObjectStore> => {
+  // The bucket, and the stream API for what the Object Store client does not do well (listing, removing whole).
+  let opened: Promise<{ os: ObjectStore; jsm: JetStreamManager }> | undefined;
+  const store = (): Promise<{ os: ObjectStore; jsm: JetStreamManager }> => {
     if (opened) return opened;
-    const attempt = Promise.all([connection.get(), natsJetStream.load(), natsObjectStore.load()]).then(([{ connection: nc }, { jetstream }, { Objm }]) =>
-      new Objm(jetstream(nc, { timeout })).create(bucket),
-    );
+    const attempt = Promise.all([connection.get(), natsJetStream.load(), natsObjectStore.load()]).then(async ([{ connection: nc }, { jetstream }, { Objm }]) => {
+      const js = jetstream(nc, { timeout });
+      return { os: await new Objm(js).create(bucket), jsm: await js.jetstreamManager(false) };
+    });
     opened = attempt;
     // A failed open is forgotten, so the next operation (after an outage, say) tries again.
     attempt.catch(() => {
@@ -61,7 +64,22 @@ export function natsObjectCheckpointStorage(options: NatsObjectCheckpointStorage
       { cause },
     );
   };
-  const names = async (): Promise<string[]> => (await (await store()).list()).map((info) => info.name);
+  const stream = `OBJ_${bucket}`;
+  const metaPrefix = `$O.${bucket}.M.`;
+  /**
+   * The objects the bucket holds, by name, with their metadata subject: read from the stream's subject index in one
+   * request. The client's `list()` opens a consumer that delivers the metadata of every object ever written (a removed
+   * one keeps a marker) and stays on the server for five minutes: listed after each checkpoint (retention), that grew
+   * into thousands of consumers and most of the server's work, and slowed every member's lease renewals past the lease.
+   */
+  const objects = async (jsm: JetStreamManager): Promise<Map<string, string>> => {
+    const info = await jsm.streams.info(stream, { subjects_filter: `${metaPrefix}>` });
+    const found = new Map<string, string>();
+    // A name's subject token is its base64url encoding (padded) of the name's bytes as the client's `btoa` takes them.
+    for (const subject of Object.keys(info.state.subjects ?? {})) found.set(Buffer.from(subject.slice(metaPrefix.length), 'base64url').toString('latin1'), subject);
+    return found;
+  };
+  const names = async (): Promise<string[]> => [...(await objects((await store()).jsm)).keys()];
 
   return {
     location: `nats object store ${bucket}`,
@@ -69,13 +87,13 @@ export function natsObjectCheckpointStorage(options: NatsObjectCheckpointStorage
     async write(path, data) {
       // Copied so that a caller reusing its buffer cannot change the object while its chunks are sent.
       await store()
-        .then((os) => os.putBlob({ name: normalizePath(path) }, new Uint8Array(data)))
+        .then(({ os }) => os.putBlob({ name: normalizePath(path) }, new Uint8Array(data)))
         .catch(unavailable('write', path));
     },
     async read(path) {
       const name = normalizePath(path);
       return store()
-        .then(async (os) => {
+        .then(async ({ os }) => {
           const info = await os.info(name);
           if (info === null || info.deleted) throw new CheckpointNotFoundError(`${who}: '${path}' does not exist`);
           // The client waits for ever on chunks that are not there (its consumer has nothing to deliver), so a
@@ -104,8 +122,15 @@ export function natsObjectCheckpointStorage(options: NatsObjectCheckpointStorage
       const file = normalizePath(path);
       const prefix = directoryPrefix(path);
       await store()
-        .then(async (os) => {
-          for (const name of await names()) if (name === file || name.startsWith(prefix)) await os.delete(name);
+        .then(async ({ os, jsm }) => {
+          for (const [name, subject] of await objects(jsm)) {
+            if (name !== file && !name.startsWith(prefix)) continue;
+            const info = await os.info(name);
+            // Its metadata first (from then on it does not exist for a reader), then its chunks: nothing of it is left,
+            // not even the deletion marker the client's `delete` keeps, so listings never meet it again.
+            await jsm.streams.purge(stream, { filter: subject });
+            if (info !== null) await jsm.streams.purge(stream, { filter: `$O.${bucket}.C.${info.nuid}` });
+          }
         })
         .catch(unavailable('remove', path));
     },

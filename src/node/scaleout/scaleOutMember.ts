@@ -106,7 +106,7 @@ export async function joinScaleOut(options: ScaleOutMemberOptions): Promise<Scal
   if (!(Number.isFinite(lease) && lease >= 1000)) throw new JobDefinitionError(`${who}: lease must be at least 1000 ms, got ${String(lease)}`);
 
   const connection = lazyNatsConnection({ ...connectOptions, servers });
-  const { connection: nc } = await connection.get().catch((cause: unknown) => {
+  const { connection: nc, jsm } = await connection.get().catch((cause: unknown) => {
     throw new ConnectorError(`${who}: cannot connect to NATS: ${String(cause)}`, { cause });
   });
   const { Kvm } = await natsKv.load();
@@ -145,6 +145,19 @@ export async function joinScaleOut(options: ScaleOutMemberOptions): Promise<Scal
     const entry = await commits.get(SAVEPOINT_REQUEST_KEY);
     const request = entry === null || entry.operation !== 'PUT' ? undefined : parseSavepointRequest(entry.json());
     return request !== undefined && request.deadline > Date.now() ? request : undefined;
+  };
+  /**
+   * The members whose heartbeat the server holds: the heartbeat subjects from the stream's subject index, less those
+   * whose last write is a delete (a member that left; the marker stays until the TTL). Not `leases.keys()`: each call
+   * opened a consumer that stayed on the server for five minutes, and at a round per quarter lease, hundreds of them
+   * slowed the server until members' renewals came too late (issue 22).
+   */
+  const liveMembers = async (): Promise<string[]> => {
+    const prefix = `$KV.${group}-leases.members.`;
+    const info = await jsm.streams.info(`KV_${group}-leases`, { subjects_filter: `${prefix}*` });
+    const ids = Object.keys(info.state.subjects ?? {}).map((subject) => subject.slice(prefix.length));
+    const entries = await Promise.all(ids.map((id) => leases.get(`members.${id}`)));
+    return ids.filter((_, i) => entries[i]?.operation === 'PUT').sort();
   };
   // Set once the leases bucket is watched (before the first round).
   let expiries: LeaseExpiries | undefined;
@@ -243,9 +256,7 @@ export async function joinScaleOut(options: ScaleOutMemberOptions): Promise<Scal
   const tick = async (): Promise<void> => {
     if (!leaving) {
       await leases.put(`members.${member}`, String(Date.now()));
-      const keys: string[] = [];
-      for await (const key of await leases.keys('members.*')) keys.push(key.slice('members.'.length));
-      live = keys.sort();
+      live = await liveMembers();
       if (!live.includes(member)) live = [...live, member].sort();
     }
     const assigned = new Set(leaving ? [] : assignedKeyGroups(member, live, maxParallelism));

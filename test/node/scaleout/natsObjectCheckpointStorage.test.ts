@@ -73,6 +73,31 @@ describe('natsObjectCheckpointStorage', () => {
     }
   });
 
+  it('lists and removes without leaving consumers on the server, and a removed object leaves nothing in the bucket', async () => {
+    const bucket = freshBucket();
+    buckets.push(bucket);
+    const storage = natsObjectCheckpointStorage({ servers: NATS, bucket });
+    const jsm = await jetstreamManager(nc);
+    try {
+      await storage.write('job/chk-1/_metadata', new TextEncoder().encode('one'));
+      await storage.write('job/chk-1/state', new Uint8Array(300_000));
+      await storage.write('job/chk-2/_metadata', new TextEncoder().encode('two'));
+      await storage.remove('job/chk-1');
+      expect(await storage.list('job')).toEqual(['chk-2']);
+      expect(await storage.list('job/chk-2')).toEqual(['_metadata']);
+      // A retention pass lists and removes after every checkpoint: each consumer the client's list() opened stayed
+      // five minutes, and each removed object kept a marker that every later listing read again.
+      const { state } = await jsm.streams.info(`OBJ_${bucket}`);
+      expect(state.consumer_count).toBe(0);
+      await storage.remove('job');
+      expect((await jsm.streams.info(`OBJ_${bucket}`)).state.messages).toBe(0);
+      expect(await storage.list('')).toEqual([]);
+      await expect(storage.read('job/chk-2/_metadata')).rejects.toThrow(CheckpointNotFoundError);
+    } finally {
+      await storage.close();
+    }
+  });
+
   it('rejects an object whose chunks no longer match its digest, or whose chunks are gone, with CheckpointCorruptedError naming it', async () => {
     const bucket = freshBucket();
     buckets.push(bucket);

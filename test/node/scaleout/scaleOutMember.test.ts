@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { jetstreamManager } from '@nats-io/jetstream';
+import { Kvm } from '@nats-io/kv';
 import { connect } from '@nats-io/transport-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { JobDefinitionError, OwnershipLostError } from 'weir';
@@ -102,6 +103,28 @@ describe.skipIf(!up)('scale-out members on JetStream KV, in processes of their o
     const bHistory = b.lines.filter((line) => line.startsWith('took ')).length;
     expect(aHistory).toBe(GROUPS);
     expect(bHistory).toBe(assignedKeyGroups('m-b', ['m-a', 'm-b'], GROUPS).length);
+  });
+
+  it('leaves no consumer behind on the server round after round (only its watch of the leases)', { timeout: 120_000 }, async () => {
+    group = `weir-test-rounds-${randomBytes(4).toString('hex')}`;
+    const a = start('m-a');
+    await owns(a, all);
+    const nc = await connect({ servers: NATS });
+    try {
+      const leases = await new Kvm(nc).open(`${group}-leases`);
+      // Five heartbeats: five rounds, each of which read the live members.
+      const seen = new Set<number>();
+      while (seen.size < 5) {
+        const entry = await leases.get('members.m-a');
+        if (entry !== null) seen.add(entry.revision);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      // Reading the members by `keys()` opened a consumer per round, each kept by the server for five minutes.
+      const { state } = await (await jetstreamManager(nc)).streams.info(`KV_${group}-leases`);
+      expect(state.consumer_count).toBe(1);
+    } finally {
+      await nc.close();
+    }
   });
 
   it('gives a SIGKILLed owner’s key groups to the survivor once its lease ran out, with a higher fencing token', { timeout: 120_000 }, async () => {
