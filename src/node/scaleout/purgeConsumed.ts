@@ -49,11 +49,12 @@ export async function purgeConsumed(options: PurgeConsumedOptions): Promise<Purg
   if (storage === null || typeof storage !== 'object' || typeof storage.read !== 'function') throw new JobDefinitionError(`${who}: storage must be the group's shared checkpoint storage`);
   const connection = lazyNatsConnection({ ...connectOptions, servers });
   try {
-    const { commits } = await openGroup(connection, group);
+    const buckets = await openGroup(connection, group);
+    const { commits } = buckets;
     // The lowest committed offset per subject: one key group reads a subject, but a subject read by several (a
     // wildcard, say) keeps what the slowest still needs.
     const offsets = new Map<string, number>();
-    for await (const key of await commits.keys('kg.*')) {
+    for (const key of (await buckets.list('commits', 'kg.*')).keys()) {
       const checkpoint = await readCommitted(commits, key, storage);
       if (checkpoint === undefined) continue;
       const { path } = checkpoint;

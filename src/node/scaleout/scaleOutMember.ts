@@ -2,6 +2,7 @@ import { ConnectorError, JobDefinitionError, OwnershipLostError } from '../../co
 import { DEFAULT_MAX_PARALLELISM } from '../../core/keyGroups.js';
 import type { Json } from '../../core/types.js';
 import { lazyNatsConnection, natsKv, type NatsConnectOptions } from '../connectors/nats/natsConnection.js';
+import { kvEntries } from './kvEntries.js';
 import { parseSavepointRequest, SAVEPOINT_REQUEST_KEY, savepointAnswerKey, type SavepointAnswer, type SavepointRequest } from './groupSavepoint.js';
 import { isRevisionConflict, tryCreate } from './kvFencing.js';
 import { watchLeaseExpiries, type LeaseExpiries } from './leaseExpiries.js';
@@ -146,19 +147,10 @@ export async function joinScaleOut(options: ScaleOutMemberOptions): Promise<Scal
     const request = entry === null || entry.operation !== 'PUT' ? undefined : parseSavepointRequest(entry.json());
     return request !== undefined && request.deadline > Date.now() ? request : undefined;
   };
-  /**
-   * The members whose heartbeat the server holds: the heartbeat subjects from the stream's subject index, less those
-   * whose last write is a delete (a member that left; the marker stays until the TTL). Not `leases.keys()`: each call
-   * opened a consumer that stayed on the server for five minutes, and at a round per quarter lease, hundreds of them
-   * slowed the server until members' renewals came too late (issue 22).
-   */
-  const liveMembers = async (): Promise<string[]> => {
-    const prefix = `$KV.${group}-leases.members.`;
-    const info = await jsm.streams.info(`KV_${group}-leases`, { subjects_filter: `${prefix}*` });
-    const ids = Object.keys(info.state.subjects ?? {}).map((subject) => subject.slice(prefix.length));
-    const entries = await Promise.all(ids.map((id) => leases.get(`members.${id}`)));
-    return ids.filter((_, i) => entries[i]?.operation === 'PUT').sort();
-  };
+  const leasesBucket = { kv: leases, name: `${group}-leases`, jsm };
+  const commitsBucket = { kv: commits, name: `${group}-commits`, jsm };
+  /** The members whose heartbeat the server holds (a member that left deleted its own). */
+  const liveMembers = async (): Promise<string[]> => [...(await kvEntries(leasesBucket, 'members.*')).keys()].map((key) => key.slice('members.'.length));
   // Set once the leases bucket is watched (before the first round).
   let expiries: LeaseExpiries | undefined;
 
@@ -391,9 +383,7 @@ export async function joinScaleOut(options: ScaleOutMemberOptions): Promise<Scal
       return entry !== null && entry.operation === 'PUT';
     },
     async savepointAnswers(id) {
-      let count = 0;
-      for await (const key of await commits.keys(savepointAnswerKey(id, '*'))) if (key !== undefined) count++;
-      return count;
+      return (await kvEntries(commitsBucket, savepointAnswerKey(id, '*'))).size;
     },
     async answerSavepoint(id, keyGroup, answer) {
       return (await tryCreate(commits, savepointAnswerKey(id, keyGroup), JSON.stringify(answer))) !== undefined;

@@ -7,7 +7,7 @@ import { KeyGroupNotOwnedError, QueryableStateUnavailableError, QueryServerUnrea
 import { QueryableStateClient } from '../../query/queryableStateClient.js';
 import type { KeyPage, KeyPageOptions, QueryOptions } from '../../query/stateQueries.js';
 import { lazyNatsConnection, type NatsConnectOptions } from '../connectors/nats/natsConnection.js';
-import { endpointKey, openGroup, type ScaleOutEndpoint } from './scaleOutStatus.js';
+import { endpointKey, openGroup, type GroupBuckets, type ScaleOutEndpoint } from './scaleOutStatus.js';
 
 export interface ScaleOutQueryClientOptions {
   /** The NATS servers of the group. */
@@ -46,7 +46,7 @@ const passing = [KeyGroupNotOwnedError, QueryServerUnreachableError, QueryableSt
  */
 export class ScaleOutQueryClient {
   private readonly connection;
-  private buckets: Promise<{ leases: KV; commits: KV }> | undefined;
+  private buckets: Promise<GroupBuckets> | undefined;
   private readonly clients = new Map<string, QueryableStateClient>();
   /** The group's number of key groups, fixed for its life: read once. */
   private maxParallelism: number | undefined;
@@ -146,19 +146,16 @@ export class ScaleOutQueryClient {
   /** The group's buckets, opened once, and its number of key groups, which every member advertises with its address. */
   private async groupBuckets(): Promise<{ leases: KV; commits: KV; maxParallelism: number }> {
     const { group } = this.options;
-    const { leases, commits } = await (this.buckets ??= openGroup(this.connection, group).catch((error: unknown) => {
+    const buckets = await (this.buckets ??= openGroup(this.connection, group).catch((error: unknown) => {
       this.buckets = undefined;
       throw error;
     }));
     let maxParallelism = this.maxParallelism;
     if (maxParallelism === undefined) {
-      for await (const name of await commits.keys(endpointKey('*'))) {
-        const entry = await commits.get(name);
-        if (entry?.operation === 'PUT') maxParallelism = this.maxParallelism = entry.json<ScaleOutEndpoint>().maxParallelism;
-      }
+      for (const entry of (await buckets.list('commits', endpointKey('*'))).values()) maxParallelism = this.maxParallelism = entry.json<ScaleOutEndpoint>().maxParallelism;
     }
     if (maxParallelism === undefined) throw new KeyGroupNotOwnedError(`group '${group}': no member serves queries; start serveScaleOutQueries(runner, …) in its members`, undefined, undefined, undefined);
-    return { leases, commits, maxParallelism };
+    return { leases: buckets.leases, commits: buckets.commits, maxParallelism };
   }
 
   /** The URL `owner` advertised; `KeyGroupNotOwnedError` (for `keyGroup`) when it serves no queries. */

@@ -65,18 +65,18 @@ export async function scaleOutSavepoint(options: ScaleOutSavepointOptions): Prom
 
   const connection = lazyNatsConnection({ ...connectOptions, servers });
   try {
-    const { commits } = await openGroup(connection, group);
+    const buckets = await openGroup(connection, group);
+    const { commits } = buckets;
     const request: SavepointRequest = { id: randomBytes(6).toString('hex'), target, stop, deadline: Date.now() + timeout };
     await commits.put(SAVEPOINT_REQUEST_KEY, JSON.stringify(request));
     const answers = new Map<number, SavepointAnswer>();
     try {
       // Polled rather than watched: answers come at most once per member round, and a poll survives a reconnect as is.
       for (;;) {
-        for await (const key of await commits.keys(savepointAnswerKey(request.id, '*'))) {
+        for (const [key, entry] of await buckets.list('commits', savepointAnswerKey(request.id, '*'))) {
           const keyGroup = Number(key.slice(key.lastIndexOf('.') + 1));
           if (answers.has(keyGroup) || !(Number.isInteger(keyGroup) && keyGroup < maxParallelism)) continue;
-          const entry = await commits.get(key);
-          if (entry !== null && entry.operation === 'PUT') answers.set(keyGroup, entry.json<SavepointAnswer>());
+          answers.set(keyGroup, entry.json<SavepointAnswer>());
         }
         if (answers.size === maxParallelism || Date.now() >= request.deadline) break;
         await new Promise((resolve) => setTimeout(resolve, 200));

@@ -6,6 +6,7 @@ import { decodeFile } from '../../storage/fileFormat.js';
 import { METADATA_FILE } from '../../storage/layout.js';
 import { readStored } from '../../storage/readStored.js';
 import { lazyNatsConnection, natsKv, type LazyNatsConnection, type NatsConnectOptions } from '../connectors/nats/natsConnection.js';
+import { kvEntries } from './kvEntries.js';
 
 export interface ScaleOutStatusOptions {
   /** The NATS servers the group's members use. */
@@ -71,20 +72,21 @@ export async function scaleOutStatus(options: ScaleOutStatusOptions): Promise<Sc
   if (typeof group !== 'string' || !/^[-\w]+$/.test(group)) throw new JobDefinitionError(`scaleOutStatus: group must be a name of letters, digits, '-' and '_', got ${String(group)}`);
   const connection = lazyNatsConnection({ ...connectOptions, servers });
   try {
-    const { leases, commits } = await openGroup(connection, group);
-    return await readGroupStatus(group, leases, commits, storage);
+    return await readGroupStatus(group, await openGroup(connection, group), storage);
   } finally {
     await connection.close().catch(() => undefined);
   }
 }
 
 /** The status read from a group's open buckets (`scaleOutStatus`, and a member's `GET /v1/group`). */
-export async function readGroupStatus(group: string, leases: KV, commits: KV, storage?: CheckpointStorage): Promise<ScaleOutStatus> {
+export async function readGroupStatus(group: string, buckets: GroupBuckets, storage?: CheckpointStorage): Promise<ScaleOutStatus> {
   const now = Date.now();
-  const heartbeats = await entries(leases, 'members.*');
-  const leaseEntries = await entries(leases, 'kg.*');
-  const commitEntries = await entries(commits, 'kg.*');
-  const endpoints = await entries(commits, 'endpoints.*');
+  const [heartbeats, leaseEntries, commitEntries, endpoints] = await Promise.all([
+    buckets.list('leases', 'members.*'),
+    buckets.list('leases', 'kg.*'),
+    buckets.list('commits', 'kg.*'),
+    buckets.list('commits', 'endpoints.*'),
+  ]);
 
   const numbers = new Set<number>();
   for (const key of [...leaseEntries.keys(), ...commitEntries.keys()]) numbers.add(Number(key.slice('kg.'.length)));
@@ -99,7 +101,7 @@ export async function readGroupStatus(group: string, leases: KV, commits: KV, st
       const path = committedPath(commit);
       checkpoint = path === undefined ? undefined : storage === undefined ? { path } : await describeCheckpoint(storage, path);
       if (checkpoint?.error === undefined || attempt >= 4) break;
-      const again = await commits.get(`kg.${keyGroup}`);
+      const again = await buckets.commits.get(`kg.${keyGroup}`);
       if (again === null || again.operation !== 'PUT' || again.revision === commit?.revision) break;
       commit = again;
     }
@@ -135,9 +137,16 @@ function committedPath(entry: KvEntry | undefined): string | undefined {
   return typeof checkpoint === 'string' ? checkpoint : undefined;
 }
 
+/** A group's two buckets, and the current entries of either whose keys match a filter (see kvEntries). */
+export interface GroupBuckets {
+  readonly leases: KV;
+  readonly commits: KV;
+  list(bucket: 'leases' | 'commits', filter: string): Promise<Map<string, KvEntry>>;
+}
+
 /** The group's two buckets, opened without creating them: a group no member ever joined is an error that says so. */
-export async function openGroup(connection: LazyNatsConnection, group: string): Promise<{ leases: KV; commits: KV }> {
-  const { connection: nc } = await connection.get().catch((cause: unknown) => {
+export async function openGroup(connection: LazyNatsConnection, group: string): Promise<GroupBuckets> {
+  const { connection: nc, jsm } = await connection.get().catch((cause: unknown) => {
     throw new ConnectorError(`scale-out group '${group}': cannot connect to NATS: ${String(cause)}`, { cause });
   });
   const { Kvm } = await natsKv.load();
@@ -148,7 +157,7 @@ export async function openGroup(connection: LazyNatsConnection, group: string): 
     // `open` binds lazily: reading the status is what finds a bucket missing.
     await leases.status();
     await commits.status();
-    return { leases, commits };
+    return { leases, commits, list: (bucket, filter) => kvEntries({ kv: bucket === 'leases' ? leases : commits, name: `${group}-${bucket}`, jsm }, filter) };
   } catch (cause) {
     throw new ConnectorError(
       `scale-out group '${group}' has no KV buckets '${group}-leases' and '${group}-commits' on this server (${String((cause as Error)?.message ?? cause)}); ` +
@@ -156,16 +165,6 @@ export async function openGroup(connection: LazyNatsConnection, group: string): 
       { cause },
     );
   }
-}
-
-/** The current entries of a bucket whose keys match `filter` (deleted and expired keys are not listed). */
-async function entries(kv: KV, filter: string) {
-  const found = new Map<string, KvEntry>();
-  for await (const key of await kv.keys(filter)) {
-    const entry = await kv.get(key);
-    if (entry !== null && entry.operation === 'PUT') found.set(key, entry);
-  }
-  return found;
 }
 
 /** A committed checkpoint's id and time from its `_metadata`; a checkpoint that cannot be read says why. */

@@ -43,7 +43,8 @@ export async function serveScaleOutQueries(runner: ScaleOutRunner, options: Serv
   const { group, maxParallelism, member } = runner;
   const connection = lazyNatsConnection({ ...connectOptions, servers });
   try {
-    const { leases, commits } = await openGroup(connection, group);
+    const buckets = await openGroup(connection, group);
+    const { leases, commits } = buckets;
     // `key`: the key asked for, when the query was one; a listing asks for key groups.
     const notOwned = async (keyGroup: number, key?: Key): Promise<Error> => {
       const owner = (await leases.get(`kg.${keyGroup}`).catch(() => null))?.string() || undefined;
@@ -97,7 +98,7 @@ export async function serveScaleOutQueries(runner: ScaleOutRunner, options: Serv
         return [...byName.values()];
       },
       // GET /v1/group: the group as `scaleOutStatus` reads it, with which member answered and the tasks it runs.
-      group: async () => ({ member: member.id, running: runner.running(), ...(await readGroupStatus(group, leases, commits, storage)) }),
+      group: async () => ({ member: member.id, running: runner.running(), ...(await readGroupStatus(group, buckets, storage)) }),
     };
     const server = await serveQueryableState(reader, serverOptions);
     const url = advertise ?? server.url;
