@@ -101,8 +101,11 @@ export class ShardedMap<K extends Key, V> {
 const SHARD_BITS = 7;
 const SHARDS = 1 << SHARD_BITS;
 
-/** Size at which a map splits: below it, one `Map` stays in cache anyway and costs one lookup less. */
-const SPLIT_AT = 8192;
+/**
+ * Size at which a map splits. Below it, one `Map` mostly stays in cache, and its keys are looked up without reading
+ * their characters: split at 8192, a keyed reduce over 10⁴ keys ran ~20% slower (2.0M against 2.5M events/s).
+ */
+const SPLIT_AT = 65_536;
 
 /**
  * The shard of a key: a string by its length and four of its characters (its last three, which tell ids with a
