@@ -71,10 +71,6 @@ export class HeapRestoreOperation {
     let lastType = '';
     let namespace = '';
     let live = family.write('').live;
-    // The entries without namespace all go into one table: sized for them at once (see `ShardedMap.reserve`).
-    let flatEntries = 0;
-    for (const { flat } of restored.sources) flatEntries += flat.length / 3;
-    live.reserve(flatEntries);
     for (const { flat, namespaced, removed } of restored.sources) {
       if (flat.length > 0 && namespace !== '') live = family.write((namespace = '')).live;
       for (let i = 1; i < flat.length; i += 3) {

@@ -1,5 +1,4 @@
 import type { Key, StateDescriptor } from '../../core/types.js';
-import { ShardedMap } from './shardedMap.js';
 
 /** Marks, in a snapshot's overlay, a key that held no value when the snapshot was taken. */
 export const ABSENT = Symbol('absent');
@@ -13,7 +12,7 @@ export type Overlay = Map<Key, unknown>;
  * therefore costs O(1) on the processing path and O(keys written meanwhile) in memory.
  */
 export class StateTable<V> {
-  readonly live = new ShardedMap<Key, V>();
+  readonly live = new Map<Key, V>();
   /** Overlays of snapshots not yet materialised; usually none, so the write path checks one length. */
   readonly overlays: Overlay[] = [];
   /**
@@ -116,15 +115,15 @@ export class StateTable<V> {
 
   /**
    * Every key and value as they were when `overlay` was added, for reading piece by piece while writes go on: the
-   * keys and values of the table as of then (copied out whole by `keyList` and `valueList`: no lookup per key), and
-   * `missing` the keys removed since, with their old values. Later writes cannot change what this gives: a write
-   * replaces the live value, and a value changed in place is copied first (`mutable`), so the copied values stay as
-   * they were. From then on the overlay is not written to any more (see `captured`); `removeOverlay` ends it.
+   * keys and values of the table as of then (spread, builtins: no lookup per key), and `missing` the keys removed
+   * since, with their old values. Later writes cannot change what this gives: a write replaces the live value, and a
+   * value changed in place is copied first (`mutable`), so the spread values stay as they were. From then on the
+   * overlay is not written to any more (see `captured`); `removeOverlay` ends it.
    *
    * The keys written since the barrier (the overlay, mostly a few thousand against a table of up to millions) are
-   * put back to their old values for the copy, and their live values then again: checking every key against the
-   * overlay instead cost ~35 ms per 10⁶ keys. A key added since the barrier is left out by deleting it for the copy;
-   * added back, it goes to the end of its shard's order (see `ShardedMap`), where keys added since the barrier are anyway.
+   * put back to their old values for the spread, and their live values then again: checking every key against the
+   * overlay instead cost ~35 ms per 10⁶ keys. A key added since the barrier is left out by deleting it for the spread;
+   * added back, it goes to the end of the table's order, where keys added since the barrier are anyway.
    */
   captureAsOf(overlay: Overlay): { keys: Key[]; values: V[]; missing: [Key, V][] } {
     const index = this.overlays.indexOf(overlay);
@@ -135,7 +134,7 @@ export class StateTable<V> {
       this.noteCaptured();
     }
     const { live } = this;
-    if (overlay.size === 0) return { keys: live.keyList(), values: live.valueList(), missing: [] };
+    if (overlay.size === 0) return { keys: [...live.keys()], values: [...live.values()], missing: [] };
     const missing: [Key, V][] = [];
     // Key, live value pairs to put back after the spread.
     const current: unknown[] = [];
@@ -148,8 +147,8 @@ export class StateTable<V> {
       if (old === ABSENT) live.delete(key);
       else live.set(key, old as V);
     });
-    const keys = live.keyList();
-    const values = live.valueList();
+    const keys = [...live.keys()];
+    const values = [...live.values()];
     for (let i = 0; i < current.length; i += 2) live.set(current[i] as Key, current[i + 1] as V);
     return { keys, values, missing };
   }
