@@ -51,12 +51,19 @@ export function putRow(rows: unknown[], at: number, key: unknown, value: unknown
 
 /** Appends the entries of `shaped` to `flat` as `state, key, value` triples, each value an object built anew. */
 export function expandShaped(shaped: readonly ShapedEntries[], flat: unknown[]): void {
+  // Sized once and filled by index: grown by `push`, a list of 10⁶ entries is copied at every growth.
+  let at = flat.length;
+  let entries = 0;
+  for (const { fields, rows } of shaped) entries += rows.length / (fields.length + 1);
+  flat.length = at + 3 * entries;
   for (const { state, fields, rows } of shaped) {
     const width = fields.length + 1;
     for (let i = 0; i < rows.length; i += width) {
       const value: Record<string, unknown> = {};
       for (let field = 0; field < fields.length; field++) value[fields[field]!] = rows[i + 1 + field];
-      flat.push(state, rows[i], value);
+      flat[at++] = state;
+      flat[at++] = rows[i];
+      flat[at++] = value;
     }
   }
 }

@@ -524,6 +524,52 @@ export function describeKeyedStateBackend(name: string, create: () => StateBacke
         expect(backend.keyCount()).toBe(10);
       });
 
+      it('of a large state (25 000 keys of every type) see it as of snapshot() and restore it whole', () => {
+        const value = backend.getState(valueState<number>('value'));
+        // Keys of every type, many alike in their last characters.
+        const keys = [
+          ...Array.from({ length: 20_000 }, (_, i) => `k${i}`),
+          ...Array.from({ length: 3_000 }, (_, i) => `user-${i}@example.com`),
+          ...Array.from({ length: 2_000 }, (_, i) => i * 7.5),
+          ...Array.from({ length: 50 }, (_, i) => BigInt(i) * 10n ** 20n),
+          true,
+          false,
+        ];
+        keys.forEach((key, i) => {
+          backend.setCurrentKey(key);
+          value.update(i);
+        });
+        // Removed before the snapshot: gone in both.
+        for (let i = 0; i < keys.length; i += 10) {
+          backend.setCurrentKey(keys[i]!);
+          value.clear();
+        }
+        const snapshot = backend.snapshot();
+        // After it: changed, removed and new keys, which the snapshot must not see.
+        for (let i = 1; i < keys.length; i += 7) {
+          backend.setCurrentKey(keys[i]!);
+          if (i % 2 === 0) value.clear();
+          else value.update(-i);
+        }
+        backend.setCurrentKey('new');
+        value.update(1);
+        const restored = open();
+        for (const chunk of snapshot.materializeChunks(4_096)) restored.restore([throughJson(chunk)]);
+        snapshot.release();
+        const read = (from: KeyedStateBackend) =>
+          keys.map((key) => {
+            from.setCurrentKey(key);
+            return from.getState(valueState<number>('value')).value();
+          });
+        const asOfSnapshot = keys.map((_, i) => (i % 10 === 0 ? undefined : i));
+        expect(read(restored)).toEqual(asOfSnapshot);
+        expect(restored.keyCount()).toBe(keys.length - Math.ceil(keys.length / 10));
+        expect(read(backend)).toEqual(asOfSnapshot.map((before, i) => (i % 7 !== 1 ? before : i % 2 === 0 ? undefined : -i)));
+        expect([...backend.keysOf(valueState<number>('value'))]).toHaveLength(
+          keys.length - keys.filter((_, i) => i % 10 === 0 || (i % 7 === 1 && i % 2 === 0 && i % 10 !== 0)).length + 1,
+        );
+      });
+
       it('leave the live state as written after the snapshot', () => {
         const list = backend.getState(listState<number>('list'));
         backend.setCurrentKey('a');
