@@ -79,7 +79,7 @@ describe('periodic checkpoints and stop', () => {
     const { job, out } = sumsJob({ checkpoints: { storage: memoryCheckpointStorage(), interval: 2 } }, paused.source);
     const running = job.start();
     await paused.reached(50);
-    await vi.waitFor(() => expect(running.checkpoints.length).toBeGreaterThanOrEqual(2));
+    await vi.waitFor(() => expect(running.checkpoints.length).toBeGreaterThanOrEqual(2), { timeout: 30_000, interval: 10 });
     // Each completed checkpoint committed the output before it.
     expect(out.values).toEqual(expectedSums.slice(0, 50));
     paused.release(50);

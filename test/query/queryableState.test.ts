@@ -132,7 +132,7 @@ describe('queryable state in process', () => {
     const { job } = visitsJob(paused.source, { chunkSize: CHUNK });
     const running = job.start();
     await paused.reached(20);
-    await vi.waitFor(async () => expect(await running.query('visit-count', 'user-01')).toBeDefined());
+    await vi.waitFor(async () => expect(await running.query('visit-count', 'user-01')).toBeDefined(), { timeout: 30_000, interval: 10 });
     await expect(running.query('visit-count', 'user-01', { asOf: 1 })).rejects.toThrow(JobDefinitionError);
     paused.releaseAll();
     await running.done;
@@ -209,7 +209,7 @@ describe('queryable state in process', () => {
     const { job } = visitsJob(paused.source, { chunkSize: CHUNK, parallelism: 4, declareStates: true });
     const running = job.start();
     await paused.reached(20);
-    await vi.waitFor(async () => expect((await running.queryKeys('visit-count')).keys).toHaveLength(12));
+    await vi.waitFor(async () => expect((await running.queryKeys('visit-count')).keys).toHaveLength(12), { timeout: 30_000, interval: 10 });
     for (const user of ['user-00', 'user-05', 'user-09', 'admin-1']) {
       expect(await running.query('visit-count', user)).toBe(expectedAfter(20, user)!.count);
     }
@@ -256,7 +256,7 @@ describe('queryable state in process', () => {
     await paused.reached(20);
     await running.checkpoint();
     paused.release(20);
-    await vi.waitFor(() => expect(failed).toBe(true));
+    await vi.waitFor(() => expect(failed).toBe(true), { timeout: 30_000, interval: 10 });
     let answered = false;
     const answer = running.query<number>('visit-count', 'user-00').then((value) => ((answered = true), value));
     await new Promise((resolve) => setTimeout(resolve, 20));

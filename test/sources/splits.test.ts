@@ -347,11 +347,11 @@ describe('sources whose splits are read side by side (interleaved)', () => {
     const storage = memoryCheckpointStorage();
     const first = sumJob(gated(true), 1, { checkpoints: { storage } });
     const running = first.job.start();
-    await vi.waitFor(() => expect(held).toHaveLength(parts));
+    await vi.waitFor(() => expect(held).toHaveLength(parts), { timeout: 30_000, interval: 10 });
     // All three come back together; the runner hands out one, and the barrier goes in while two wait their turn.
     for (const read of held.splice(0)) read.release();
     await running.checkpoint();
-    await vi.waitFor(() => expect(held.length).toBeGreaterThan(0));
+    await vi.waitFor(() => expect(held.length).toBeGreaterThan(0), { timeout: 30_000, interval: 10 });
     for (const read of held.splice(0)) read.fail();
     await expect(running.done).rejects.toThrow('crash');
 
