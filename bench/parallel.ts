@@ -50,18 +50,28 @@ export async function parallel(): Promise<Result[]> {
   }
 }
 
+/** `BENCH_PARALLEL=checkpointing` (or `scaling`, comma-separated) runs only those parts; both by default. */
+const PARTS = (process.env.BENCH_PARALLEL ?? 'scaling,checkpointing').split(',');
+
 async function measure(): Promise<Result[]> {
-  const results = [
-    await twoVsOne('parallel/owned-splits-2-vs-1-workers', 'owned', 1500, 1.8),
-    // The same job reading a 2M-record array that every worker builds whole at import (the figure of earlier sessions).
-    await twoVsOne('parallel/owned-splits-array-2-vs-1-workers', 'owned', 1500, undefined, 'array'),
-    await twoVsOne('parallel/shuffle-2-vs-1-workers', 'shuffled', 1500, 1.5),
-    await twoVsOne('parallel/cheap-shuffle-2-vs-1-workers', 'shuffled', 0, undefined),
-  ];
+  const results: Result[] = [];
+  if (PARTS.includes('scaling')) {
+    results.push(
+      await twoVsOne('parallel/owned-splits-2-vs-1-workers', 'owned', 1500, 1.8),
+      // The same job reading a 2M-record array that every worker builds whole at import (the figure of earlier sessions).
+      await twoVsOne('parallel/owned-splits-array-2-vs-1-workers', 'owned', 1500, undefined, 'array'),
+      await twoVsOne('parallel/shuffle-2-vs-1-workers', 'shuffled', 1500, 1.5),
+      await twoVsOne('parallel/cheap-shuffle-2-vs-1-workers', 'shuffled', 0, undefined),
+    );
+  }
+  if (PARTS.includes('checkpointing')) results.push(await checkpointingOnVsOff());
+  return results;
+}
+
+/** Checkpoints are what this row measures: its input stays the array of earlier sessions, so that it compares. */
+async function checkpointingOnVsOff(): Promise<Result> {
   const keys = process.env.WEIR_BENCH_PARALLEL_RECORDS === undefined ? 1_000_000 : RECORDS;
-  // Checkpoints are what this row measures: its input stays the array of earlier sessions, so that it compares.
   const million = { count: Math.max(RECORDS, keys), keys, layout: 'shuffled' as const, input: 'array' as const };
   const best = await sideBySide({ off: () => run(2, million, 0), on: () => run(2, million, 0, 2_000) }, { rounds: 2, best: 'max' });
-  results.push({ name: 'parallel/checkpointing-on-vs-off-1M-2-workers', value: best.on / best.off, unit: 'ratio', bar: { op: '>=', value: 0.85 } });
-  return results;
+  return { name: 'parallel/checkpointing-on-vs-off-1M-2-workers', value: best.on / best.off, unit: 'ratio', bar: { op: '>=', value: 0.85 } };
 }

@@ -60,7 +60,7 @@ export function browserWorkerHost(factory: WorkerFactory, workers: number): Work
       const init: BrowserWorkerInit = { t: 'init', setup, outgoing: outgoing as (MessagePort | undefined)[], incoming: incoming as (MessagePort | undefined)[] };
       worker.postMessage(init, ports);
       return {
-        post: (message) => worker.postMessage(message),
+        post: (message, transfer) => worker.postMessage(message, transfer ?? []),
         terminate: () => {
           worker.terminate();
           return Promise.resolve();

@@ -8,7 +8,7 @@ import type { BrowserWorkerInit } from './browserWorkerHost.js';
 /** The scope of a dedicated Web Worker, as much of it as a job worker uses (the DOM lib has no WorkerGlobalScope). */
 interface WorkerScope {
   onmessage: ((event: MessageEvent) => void) | null;
-  postMessage(message: unknown): void;
+  postMessage(message: unknown, transfer?: readonly unknown[]): void;
 }
 
 /**
@@ -32,7 +32,7 @@ export function runJobWorker(define: JobDefinition): void {
     void serveWorker(
       {
         setup,
-        post: (message: FromWorker) => scope.postMessage(message),
+        post: (message: FromWorker, transfer?: readonly ArrayBuffer[]) => scope.postMessage(message, transfer ?? []),
         outgoing,
         listen: (onMain, onData) => {
           scope.onmessage = (next: MessageEvent<ToWorker>) => onMain(next.data);

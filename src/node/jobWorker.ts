@@ -21,7 +21,7 @@ const { worker, workers } = setup.placement;
 await serveWorker(
   {
     setup,
-    post: (message: FromWorker) => main.postMessage(message),
+    post: (message: FromWorker, transfer?: readonly ArrayBuffer[]) => main.postMessage(message, transfer),
     outgoing,
     listen: (onMain, onData) => {
       main.on('message', (message: ToWorker) => onMain(message));

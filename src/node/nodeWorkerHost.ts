@@ -57,7 +57,7 @@ export function nodeWorkerHost({ moduleUrl, exportName, preload, execArgv }: Nod
       worker.on('error', (error) => events.error(toWireError(error)));
       worker.on('exit', (code) => events.exit(code));
       return {
-        post: (message) => worker.postMessage(message),
+        post: (message, transfer) => worker.postMessage(message, transfer),
         terminate: async () => {
           await Promise.all([worker.terminate().catch(() => undefined), exited]);
         },

@@ -3,8 +3,11 @@ import type { CheckpointStorage } from '../core/types.js';
 import type { StorageOp, WireError } from './workerProtocol.js';
 import { fromWireError } from './workerProtocol.js';
 
-/** Sends one storage call to the thread that holds the storage; settles with its answer. */
-export type StorageRequest = (op: StorageOp, path: string, data?: Uint8Array) => Promise<unknown>;
+/**
+ * Sends one storage call to the thread that holds the storage; settles with its answer. With `take`, a write's
+ * buffer is transferred there and comes back as the answer.
+ */
+export type StorageRequest = (op: StorageOp, path: string, data?: Uint8Array, take?: boolean) => Promise<unknown>;
 
 /**
  * A checkpoint storage in a worker thread that is the main thread's storage: every call is a message there, and the
@@ -20,6 +23,7 @@ export function remoteStorage(location: string, maxStateSize: number | undefined
     write: async (path, data) => {
       await request('write', path, data);
     },
+    writeTaking: async (path, data) => (await request('write', path, data, true)) as Uint8Array,
     read: async (path) => (await request('read', path)) as Uint8Array,
     list: async (dir) => (await request('list', dir)) as string[],
     remove: async (path) => {

@@ -7,8 +7,8 @@ import { WorkerTasks, type WorkerSetup } from './workerTasks.js';
 /** A job worker's links as its platform gives them (Node's `worker_threads`, a browser's module Web Worker). */
 export interface WorkerEndpoint {
   readonly setup: WorkerSetup;
-  /** A protocol message to the main thread. */
-  post(message: FromWorker): void;
+  /** A protocol message to the main thread; `transfer` lists buffers moved with it instead of copied. */
+  post(message: FromWorker, transfer?: readonly ArrayBuffer[]): void;
   /** The sending side of the channel to each other worker (undefined at this worker's own index). */
   readonly outgoing: readonly (ExchangePort | undefined)[];
   /** Starts delivering the main thread's messages and the other workers' frames (`from` is the sender's index). */
@@ -24,7 +24,7 @@ export interface WorkerEndpoint {
  */
 export async function serveWorker(endpoint: WorkerEndpoint, build: () => Job | Promise<Job>): Promise<void> {
   const { setup } = endpoint;
-  const post = (message: FromWorker) => endpoint.post(message);
+  const post = (message: FromWorker, transfer?: readonly ArrayBuffer[]) => endpoint.post(message, transfer);
   // From now until the main thread terminates this worker, which decides when silence means it hung: one at once, so
   // that a job definition that never returns is silence from its start.
   const heartbeat = () => post({ t: 'heartbeat', a: setup.attempt, w: setup.placement.worker });

@@ -373,7 +373,12 @@ export class WorkerAttempt implements Attempt {
     Promise.resolve()
       .then(call)
       .then(
-        (value) => this.postTo(w, { t: 'storageReply', a, request: message.request, ok: true, value }),
+        (value) => {
+          if (!message.take) return this.postTo(w, { t: 'storageReply', a, request: message.request, ok: true, value });
+          // The written bytes go back to the worker's buffers (a copy, if the storage keeps the ones it was given).
+          const bytes = storage.releasesWrittenData === true ? message.data! : message.data!.slice();
+          this.postTo(w, { t: 'storageReply', a, request: message.request, ok: true, value: bytes }, [bytes.buffer as ArrayBuffer]);
+        },
         (error: unknown) => this.postTo(w, { t: 'storageReply', a, request: message.request, ok: false, error: toWireError(error) }),
       );
   }
@@ -390,10 +395,10 @@ export class WorkerAttempt implements Attempt {
     for (let w = 0; w < this.spawned.length; w++) this.postTo(w, message);
   }
 
-  private postTo(w: number, message: ToWorker): void {
+  private postTo(w: number, message: ToWorker, transfer?: readonly ArrayBuffer[]): void {
     if (this.state === 'failed' || this.state === 'done') return;
     this.options.host.trace?.(describeMessage('→', w, message));
-    this.spawned[w]!.post(message);
+    this.spawned[w]!.post(message, transfer);
   }
 
   private async succeed(): Promise<void> {

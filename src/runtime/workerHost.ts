@@ -23,7 +23,8 @@ export interface WorkerEvents {
 
 /** The main thread's handle on one worker. */
 export interface HostedWorker {
-  post(message: ToWorker): void;
+  /** A protocol message to the worker; `transfer` lists buffers moved with it instead of copied. */
+  post(message: ToWorker, transfer?: readonly ArrayBuffer[]): void;
   /** Ends the worker; settles once it is gone (Node: once it exited; the browser ends it at once). */
   terminate(): Promise<void>;
 }

@@ -53,7 +53,8 @@ export type FromWorker =
   | { t: 'decline'; a: number; w: number; id: number; task: SnapshotTask; by: number }
   | { t: 'committed'; a: number; w: number; id: number }
   | { t: 'commitFailed'; a: number; w: number; id: number; error: WireError }
-  | { t: 'storage'; a: number; w: number; request: number; storage: number; op: StorageOp; path: string; data?: Uint8Array }
+  /** A storage call; `take`: `data`'s buffer was transferred, and goes back with the reply (`CheckpointStorage.writeTaking`). */
+  | { t: 'storage'; a: number; w: number; request: number; storage: number; op: StorageOp; path: string; data?: Uint8Array; take?: boolean }
   /**
    * The answer to `query` (`value`) or `queryKeys` (`keys`). `known`: the worker has the state (so the value,
    * undefined when its key is not in this worker's key groups); `error`: the query failed there (a bad option, a

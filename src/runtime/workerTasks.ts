@@ -34,8 +34,8 @@ export interface WorkerSetup {
 
 /** How a worker talks to the main thread and to the other workers. */
 export interface WorkerLinks {
-  /** A protocol message to the main thread. */
-  post(message: FromWorker): void;
+  /** A protocol message to the main thread; `transfer` lists buffers moved with it instead of copied. */
+  post(message: FromWorker, transfer?: readonly ArrayBuffer[]): void;
   /** The sending side of the channel to each other worker, by index (undefined at this worker's own). */
   readonly ports: readonly (ExchangePort | undefined)[];
 }
@@ -101,7 +101,7 @@ export class WorkerTasks {
   private storage(info: StorageInfo): CheckpointStorage {
     let storage = this.storages.get(info.index);
     if (!storage) {
-      storage = remoteStorage(info.location, info.maxStateSize, (op, path, data) => this.request(info.index, op, path, data));
+      storage = remoteStorage(info.location, info.maxStateSize, (op, path, data, take) => this.request(info.index, op, path, data, take));
       this.storages.set(info.index, storage);
     }
     return storage;
@@ -275,12 +275,13 @@ export class WorkerTasks {
     };
   }
 
-  private request(storage: number, op: 'read' | 'write' | 'list' | 'remove', path: string, data?: Uint8Array): Promise<unknown> {
+  private request(storage: number, op: 'read' | 'write' | 'list' | 'remove', path: string, data?: Uint8Array, take = false): Promise<unknown> {
     const request = this.nextRequest++;
     const { attempt: a, placement } = this.setup;
     return new Promise((resolve, reject) => {
       this.requests.set(request, { resolve, reject });
-      this.links.post({ t: 'storage', a, w: placement.worker, request, storage, op, path, ...(data ? { data } : {}) });
+      const message: FromWorker = { t: 'storage', a, w: placement.worker, request, storage, op, path, ...(data ? { data } : {}), ...(take ? { take } : {}) };
+      this.links.post(message, take && data ? [data.buffer as ArrayBuffer] : undefined);
     });
   }
 }

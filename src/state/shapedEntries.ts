@@ -33,7 +33,8 @@ export function shapeOf(value: unknown): string[] | undefined {
 
 /**
  * Writes `key` and the fields of `value` into `rows` from `at` when `value` has exactly `fields` (of `shapeOf`),
- * and returns where the row ends; returns -1, leaving what it wrote past `at` to be overwritten, when it has not.
+ * and returns where the row ends; returns -1, leaving what it wrote past `at` for the caller to cut off, when it has
+ * not. With `at` the length of `rows`, it only appends, so a packed array stays packed (see `HeapSnapshotStrategy`).
  */
 export function putRow(rows: unknown[], at: number, key: unknown, value: unknown, fields: readonly string[]): number {
   if (typeof value !== 'object' || value === null || Object.getPrototypeOf(value) !== Object.prototype) return -1;

@@ -27,6 +27,8 @@ export class BufferPool {
 
   /** Gives `buffer` back (the whole of it: a view's underlying buffer); dropped when the pool is full. */
   give(view: Uint8Array): void {
+    // Detached: its buffer went to another thread (`CheckpointStorage.writeTaking`), which gives it back itself.
+    if (view.buffer.byteLength === 0) return;
     if (this.idleBytes + view.buffer.byteLength > this.maxBytes || this.idle.some((idle) => idle.buffer === view.buffer)) return;
     const buffer = view.byteOffset === 0 && view.length === view.buffer.byteLength ? view : new Uint8Array(view.buffer);
     this.idle.push(buffer);

@@ -155,11 +155,13 @@ export async function writeFlatChunks(
     const name = single ? stateFileName(uid, subtask, range) : `${stateFileName(uid, subtask, { start: fileRange[0], end: fileRange[1] })}.${index}`;
     written += file.entries;
     const bytes = file.finish(index === 0 ? operator : undefined, fileValues.length);
+    // Taken before the write: a storage in another thread may take the bytes (`CheckpointStorage.writeTaking`).
+    const length = bytes.length;
     if (!(await inFlight.room())) return false;
     const writing = write(name, single ? [range.start, range.end] : fileRange, bytes, fileValues);
     // Written, the storage holds no reference to the bytes any more (see `CheckpointStorage.write`).
     if (buffers !== undefined) writing.then(() => buffers.give(bytes), () => undefined);
-    inFlight.add(writing, bytes.length);
+    inFlight.add(writing, length);
   }
   return inFlight.settle();
 }

@@ -140,8 +140,12 @@ export class SnapshotWriter {
       }
       if (running.ended) return false;
       const path = `${target.dir}/${file}`;
-      await (setAside.length > 0 ? storage.writeStructured!(path, bytes, setAside) : storage.write(path, bytes));
-      files.push({ file, subtask, keyGroups, bytes: bytes.length });
+      const length = bytes.length;
+      if (setAside.length > 0) await storage.writeStructured!(path, bytes, setAside);
+      // Nothing reads a state file's bytes once written: a storage in another thread may take them, and gives them back.
+      else if (storage.writeTaking !== undefined) this.buffers.give(await storage.writeTaking(path, bytes));
+      else await storage.write(path, bytes);
+      files.push({ file, subtask, keyGroups, bytes: length });
       return !running.ended;
     };
     yieldToEventLoop()
