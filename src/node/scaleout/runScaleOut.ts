@@ -246,15 +246,9 @@ export async function runScaleOut(define: (task: ScaleOutTask) => Job, options: 
       (error: unknown) => {
         onTask?.({ type: 'end', keyGroup, handedOver: false, error });
         if (entry.stopping !== undefined || error instanceof OwnershipLostError) return;
-        // A task of a key group taken over while this member was paused fails restoring in place from its own epoch,
-        // which the new owner removed: that member is fenced (its next write is refused), and says so, not the
-        // restore. Any other task that failed for good (its restart strategy gave up) fails the member, which hands
-        // the rest over.
-        const fail = () => {
-          failure ??= error as Error;
-          void member.leave();
-        };
-        void member.owns(keyGroup).then((owns) => owns && fail(), fail);
+        // A task that failed for good (its restart strategy gave up) fails the member, which hands the rest over.
+        failure ??= error as Error;
+        void member.leave();
       },
     );
   };

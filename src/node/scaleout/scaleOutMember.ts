@@ -55,11 +55,6 @@ export interface ScaleOutMember {
   /** What the key group's owners committed last (this member or the one before it), or undefined. */
   committed(keyGroup: number): Promise<Json | undefined>;
   /**
-   * Whether the server still has this member as the key group's owner: nobody wrote its commit record since this
-   * member's last accepted write (read only; a false answer means the member's next write is refused).
-   */
-  owns(keyGroup: number): Promise<boolean>;
-  /**
    * A fenced write: commits `value` for a key group this member owns, accepted only if nobody took the key group
    * since this member's last accepted write. Refused, the member stops and this rejects with `OwnershipLostError`,
    * as does `done`. Resolves to the new fencing token.
@@ -359,12 +354,6 @@ export async function joinScaleOut(options: ScaleOutMemberOptions): Promise<Scal
       const entry = await commits.get(`kg.${keyGroup}`);
       if (entry === null || entry.operation !== 'PUT') return undefined;
       return entry.json<{ value: Json }>().value ?? undefined;
-    },
-    async owns(keyGroup) {
-      const mine = held.get(keyGroup);
-      if (stopped || mine === undefined) return false;
-      const entry = await commits.get(`kg.${keyGroup}`);
-      return entry !== null && entry.revision === mine.token;
     },
     async commit(keyGroup, value) {
       const mine = held.get(keyGroup);
