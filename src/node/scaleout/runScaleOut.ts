@@ -351,8 +351,10 @@ export async function runScaleOut(define: (task: ScaleOutTask) => Job, options: 
       // Fenced: every task stops at once (their commits are refused anyway), not behind the changes queued.
       await Promise.all([...tasks.values()].map((task) => task.running.cancel().catch(() => undefined)));
       await applying;
-      // A task that failed first (a server that stayed away past taskTimeout, say) is the cause worth telling.
-      throw failure ?? error;
+      // A task that failed first (a server that stayed away past taskTimeout, say) is the cause worth telling, but not
+      // one whose checkpoint was gone: a task restarting in place after its key group was taken over (the member
+      // paused past its lease) finds its own epoch removed by the new owner, a consequence of the fencing.
+      throw failure === undefined || failure instanceof CheckpointNotFoundError ? error : failure;
     },
   );
   done.catch(() => undefined);
