@@ -131,6 +131,14 @@ export function needsMigration(meta: StateMeta, descriptor: StateDescriptor<unkn
 }
 
 /**
+ * Whether a restored value that is a plain object of primitive fields (built from a row, see `rowEntriesFrom`) decodes
+ * to itself: the descriptor's serializer keeps plain values as they are and no migration applies.
+ */
+export function plainValuesAsIs(meta: StateMeta, descriptor: StateDescriptor<unknown>): boolean {
+  return descriptor.serializer.plainAsIs === true && !needsMigration(meta, descriptor);
+}
+
+/**
  * Decodes a restored value with the serializer version it was written with and, when it was saved under an older
  * schema version, migrates it (each element of a list, each value of a map) with the descriptor's `migrate`.
  */

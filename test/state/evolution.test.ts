@@ -77,6 +77,24 @@ describe.each([
     expect(new Set(seen)).toEqual(new Set([1]));
   });
 
+  it('migrates values saved as rows of their fields (plain objects) too', async () => {
+    // Plain objects of primitive fields are written as rows; a restore builds them anew and must still migrate them.
+    const totalV1 = valueState<{ amount: number }>('balance', { default: { amount: 0 } });
+    const path = await savepointV1(totalV1 as never, ((state: { value(): { amount: number }; update(v: { amount: number }): void }, tx: Tx) => {
+      state.update({ amount: state.value().amount + tx.amount });
+      return state.value().amount;
+    }) as never);
+    const totalV2 = valueState<{ cents: number }>('balance', { default: { cents: 0 }, version: 2, migrate: (old) => ({ cents: (old as { amount: number }).amount * 100 }) });
+    const { job, out } = stateJob(backend(), totalV2, (state, tx) => {
+      state.update({ cents: state.value()!.cents + tx.amount * 100 });
+      return state.value()!.cents;
+    }, txs);
+    await job.start({ restore: { savepoint: path } }).done;
+    const totals = new Map<string, number>();
+    for (const tx of txs) totals.set(tx.account, (totals.get(tx.account) ?? 0) + tx.amount);
+    expect(out.values.slice(-4).sort((a, b) => a - b)).toEqual(Array.from(totals.values(), (v) => v * 100).sort((a, b) => a - b));
+  });
+
   it('migrates each element of a list state', async () => {
     const oldList = listState<number>('seen');
     const path = await savepointV1(oldList as never, ((state: { add(v: number): void; get(): number[] }, tx: Tx) => (state.add(tx.amount), state.get().length)) as never);

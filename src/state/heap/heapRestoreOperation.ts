@@ -1,7 +1,8 @@
 import type { Key, KeyGroupRange, KeyedStatePayload, RemovedEntry } from '../../core/types.js';
 import { decodeKey } from '../keyCodec.js';
 import { forEachPayloadEntry, unbucketedInRange } from '../payloadEntries.js';
-import { checkKeyType, checkRestoredMeta, encodedKeyType, restoredDecoder, undeclaredState } from '../stateChecks.js';
+import { rowEntriesFrom } from '../shapedEntries.js';
+import { checkKeyType, checkRestoredMeta, encodedKeyType, plainValuesAsIs, restoredDecoder, undeclaredState } from '../stateChecks.js';
 import type { PendingSource, PendingState } from './pendingState.js';
 import type { StateFamily } from './stateFamily.js';
 
@@ -67,17 +68,20 @@ export class HeapRestoreOperation {
     const descriptor = family.descriptor;
     checkRestoredMeta(this.uid, meta, descriptor);
     const decode = restoredDecoder(meta, descriptor);
+    const rowsAsIs = plainValuesAsIs(meta, descriptor);
     const keyTypes = new Set<string>();
     let lastType = '';
     let namespace = '';
     let live = family.write('').live;
     for (const { flat, namespaced, removed } of restored.sources) {
       if (flat.length > 0 && namespace !== '') live = family.write((namespace = '')).live;
+      // Values built from rows need no decoding (see `rowEntriesFrom`): the entries from `rows` on.
+      const rows = rowsAsIs ? rowEntriesFrom(flat) : flat.length;
       for (let i = 1; i < flat.length; i += 3) {
         const key = flat[i];
         const type = encodedKeyType(key);
         if (type !== lastType) keyTypes.add((lastType = type));
-        live.set(decodeKey(key), decode(flat[i + 1]));
+        live.set(decodeKey(key), i < rows ? decode(flat[i + 1]) : flat[i + 1]);
       }
       for (let i = 1; i < namespaced.length; i += 4) {
         const key = namespaced[i];
