@@ -55,6 +55,18 @@ describe.each([
     return result.checkpoints.at(-1)!.path;
   }
 
+  /** Restores `path` into a job keeping each account's balance in cents: its last totals are every amount × 100. */
+  async function expectCentsAfterRestore(descriptor: ReturnType<typeof valueState<{ cents: number }>>, path: string) {
+    const { job, out } = stateJob(backend(), descriptor, (state, tx) => {
+      state.update({ cents: state.value()!.cents + tx.amount * 100 });
+      return state.value()!.cents;
+    }, txs);
+    await job.start({ restore: { savepoint: path } }).done;
+    const totals = new Map<string, number>();
+    for (const tx of txs) totals.set(tx.account, (totals.get(tx.account) ?? 0) + tx.amount);
+    expect(out.values.slice(-4).sort((a, b) => a - b)).toEqual(Array.from(totals.values(), (v) => v * 100).sort((a, b) => a - b));
+  }
+
   it('migrates older values with migrate(value, fromVersion) when the state is first used', async () => {
     const path = await savepointV1();
     const seen: number[] = [];
@@ -66,14 +78,7 @@ describe.each([
         return { cents: (old as number) * 100 };
       },
     });
-    const { job, out } = stateJob(backend(), balanceV2, (state, tx) => {
-      state.update({ cents: state.value()!.cents + tx.amount * 100 });
-      return state.value()!.cents;
-    }, txs);
-    await job.start({ restore: { savepoint: path } }).done;
-    const totals = new Map<string, number>();
-    for (const tx of txs) totals.set(tx.account, (totals.get(tx.account) ?? 0) + tx.amount);
-    expect(out.values.slice(-4).sort((a, b) => a - b)).toEqual(Array.from(totals.values(), (v) => v * 100).sort((a, b) => a - b));
+    await expectCentsAfterRestore(balanceV2, path);
     expect(new Set(seen)).toEqual(new Set([1]));
   });
 
@@ -85,14 +90,7 @@ describe.each([
       return state.value().amount;
     }) as never);
     const totalV2 = valueState<{ cents: number }>('balance', { default: { cents: 0 }, version: 2, migrate: (old) => ({ cents: (old as { amount: number }).amount * 100 }) });
-    const { job, out } = stateJob(backend(), totalV2, (state, tx) => {
-      state.update({ cents: state.value()!.cents + tx.amount * 100 });
-      return state.value()!.cents;
-    }, txs);
-    await job.start({ restore: { savepoint: path } }).done;
-    const totals = new Map<string, number>();
-    for (const tx of txs) totals.set(tx.account, (totals.get(tx.account) ?? 0) + tx.amount);
-    expect(out.values.slice(-4).sort((a, b) => a - b)).toEqual(Array.from(totals.values(), (v) => v * 100).sort((a, b) => a - b));
+    await expectCentsAfterRestore(totalV2, path);
   });
 
   it('migrates each element of a list state', async () => {
