@@ -30,15 +30,39 @@ const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** Members that exit unasked for (fenced, failed) end the test at once, with what they printed. */
 const running = new Set<Member>();
 
-/** Polls `read` until `done` holds for what it returns (the test's timeout bounds it); returns that. */
-async function until<T>(read: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
+/** Every member started, for what they printed when a wait ends without what it waited for. */
+const started: Member[] = [];
+const printed = () => started.map((member, i) => `member #${i + 1} (pid ${member.process.pid}, exit ${member.process.exitCode}):\n  ${member.lines.slice(-12).join('\n  ')}`).join('\n');
+
+/**
+ * Polls `read` until `done` holds for what it returns, and returns that; after 120 s (a hand-over takes a lease of
+ * 10 s and a restore) fails naming `what`, the last value read and what each member printed last.
+ */
+async function until<T>(what: string, read: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
+  const deadline = Date.now() + 120_000;
+  let last: unknown;
   for (;;) {
     for (const member of running) {
       if (member.process.exitCode !== null) throw new Error(`a member exited (${member.process.exitCode}) unasked for:\n${member.lines.join('\n')}`);
     }
-    const value = await read().catch(() => undefined);
-    if (value !== undefined && done(value)) return value;
+    const value = await read().catch((error: unknown) => (last = error, undefined));
+    if (value !== undefined) {
+      if (done(value)) return value;
+      last = value;
+    }
+    if (Date.now() > deadline) throw new Error(`not after 120 s: ${what}; last read: ${JSON.stringify(last instanceof Error ? String(last) : last)?.slice(0, 2000)}\n${printed()}`);
     await pause(200);
+  }
+}
+
+/** The member's exit code, or a failure naming what it printed when it has not exited within 60 s. */
+async function exitOf(member: Member): Promise<number | null> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`member pid ${member.process.pid} did not exit within 60 s\n${printed()}`)), 60_000)));
+  try {
+    return await Promise.race([member.exited, late]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 
@@ -50,6 +74,7 @@ describe.skipIf(!up)('scale-out operations: the group status, weir inspect --gro
 
   afterEach(async () => {
     running.clear();
+    started.splice(0);
     for (const member of members.splice(0)) {
       if (member.process.exitCode === null && member.process.signalCode === null) member.process.kill('SIGKILL');
       await member.exited;
@@ -75,6 +100,7 @@ describe.skipIf(!up)('scale-out operations: the group status, weir inspect --gro
       exited: new Promise((resolve) => child.on('exit', (code) => resolve(code))),
     };
     members.push(member);
+    started.push(member);
     running.add(member);
     return member;
   };
@@ -102,6 +128,7 @@ describe.skipIf(!up)('scale-out operations: the group status, weir inspect --gro
     let status: ScaleOutStatus;
     try {
       status = await until(
+        'every key group owned as assigned and committed by its owner',
         () => scaleOutStatus({ servers: NATS, group, storage }),
         (s) =>
           s.members.length === 2 &&
@@ -157,7 +184,7 @@ describe.skipIf(!up)('scale-out operations: the group status, weir inspect --gro
     try {
       const users = Array.from({ length: USERS }, (_, i) => `u${i}`);
       const counts = async () => Promise.all(users.map((user) => client.get<number>('counts', user)));
-      expect(await until(counts, (values) => values.every((n) => n === RECORDS / USERS))).toEqual(users.map(() => RECORDS / USERS));
+      expect(await until('every count from both members', counts, (values) => values.every((n) => n === RECORDS / USERS))).toEqual(users.map(() => RECORDS / USERS));
       for (const user of users) {
         const where = await client.ownerOf(user);
         expect(where).toEqual({ keyGroup: keyGroupOf(user, GROUPS), owner: expectedOwner(keyGroupOf(user, GROUPS)), url: where.owner === 'm-a' ? urlA : urlB });
@@ -175,8 +202,8 @@ describe.skipIf(!up)('scale-out operations: the group status, weir inspect --gro
       // b leaves (SIGTERM): a takes its key groups over, restored from b's commits, and the client follows them.
       running.delete(b);
       b.process.kill('SIGTERM');
-      expect(await b.exited).toBe(0);
-      expect(await until(counts, (values) => values.every((n) => n === RECORDS / USERS))).toEqual(users.map(() => RECORDS / USERS));
+      expect(await exitOf(b)).toBe(0);
+      expect(await until('every count from a after b left', counts, (values) => values.every((n) => n === RECORDS / USERS))).toEqual(users.map(() => RECORDS / USERS));
       expect(await client.ownerOf(ofB)).toEqual({ keyGroup: keyGroupOf(ofB, GROUPS), owner: 'm-a', url: urlA });
       const after = await scaleOutStatus({ servers: NATS, group });
       expect(after.members.map((m) => m.id)).toEqual(['m-a']);
@@ -187,13 +214,14 @@ describe.skipIf(!up)('scale-out operations: the group status, weir inspect --gro
       const b2 = start('m-b', input);
       const urlB2 = await urlOf(b2);
       await until(
+        'b, back, owning its key groups again',
         () => scaleOutStatus({ servers: NATS, group }),
         (s) => s.keyGroups.every((kg) => kg.owner === expectedOwner(kg.keyGroup)),
       );
       running.delete(a);
       a.process.kill('SIGKILL');
-      await a.exited;
-      expect(await until(counts, (values) => values.every((n) => n === RECORDS / USERS))).toEqual(users.map(() => RECORDS / USERS));
+      await exitOf(a);
+      expect(await until('every count from b after a was killed', counts, (values) => values.every((n) => n === RECORDS / USERS))).toEqual(users.map(() => RECORDS / USERS));
       expect(await client.ownerOf(ofA)).toEqual({ keyGroup: keyGroupOf(ofA, GROUPS), owner: 'm-b', url: urlB2 });
     } finally {
       await client.close();

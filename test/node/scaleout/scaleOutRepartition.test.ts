@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createJob, fold, forEach, JobDefinitionError } from 'weir';
+import { createJob, fold, forEach, JobDefinitionError, keyGroupOf } from 'weir';
 import { keyGroupPartitions, natsObjectCheckpointStorage, natsSource, purgeConsumed, runScaleOut } from 'weir/node';
 import { bundleFixture, ROOT, type BundledFixture } from '../../support/childJob';
 import { childLines, killChildren, type MemberChild } from '../../support/childLines';
@@ -127,10 +127,13 @@ describe.skipIf(!up)('task.repartition: a keyBy on another key inside one define
     expect(config.duplicate_window).toBe(120_000 * 1_000_000);
     expect(state.messages).toBeGreaterThan(0);
     // Every total was published, so every key group committed past all of the topic: purgeConsumed removes it all.
+    // The items' key groups are the topic's subjects that hold messages; the others (0 and 7 here) never get any, and
+    // whether a commit names an offset for them (0: a pull came back empty) or none yet (null) depends on timing.
+    const withMessages = [...new Set(Array.from({ length: ITEMS }, (_, i) => `${repartitioned}.by-item.${keyGroupOf(`i${i}`, GROUPS)}`))].sort();
     const storage = natsObjectCheckpointStorage({ servers: NATS, bucket });
     try {
       const purged = await purgeConsumed({ servers: NATS, stream: repartitioned, group, source: 'by-item', storage });
-      expect(purged.map((subject) => subject.subject).sort()).toEqual(Array.from({ length: GROUPS }, (_, kg) => `${repartitioned}.by-item.${kg}`).sort());
+      expect(purged.filter((subject) => subject.purged > 0).map((subject) => subject.subject).sort()).toEqual(withMessages);
       expect((await nats.jsm.streams.info(repartitioned)).state.messages).toBe(0);
     } finally {
       await storage.close();
