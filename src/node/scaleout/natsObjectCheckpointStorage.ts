@@ -5,6 +5,7 @@ import type { CheckpointStorage } from '../../core/types.js';
 import { directoryPrefix, normalizePath } from '../../storage/storagePaths.js';
 import { lazyPackage } from '../connectors/lazyPackage.js';
 import { lazyNatsConnection, natsJetStream, type NatsConnectOptions } from '../connectors/nats/natsConnection.js';
+import { readObjectChunks } from './readObjectChunks.js';
 
 /** The NATS Object Store client, imported when the storage first connects (see lazyPackage). */
 const natsObjectStore = lazyPackage(() => import('@nats-io/obj'));
@@ -100,14 +101,17 @@ export function natsObjectCheckpointStorage(options: NatsObjectCheckpointStorage
           // truncated object is told from the chunk count the server holds before it is read.
           const held = await chunkCount(os, bucket, info.nuid);
           if (held !== info.chunks) throw new CheckpointCorruptedError(`${who}: '${path}' is truncated: its metadata counts ${info.chunks} chunks, the bucket holds ${held}; restore from another checkpoint`);
-          const data = await os.getBlob(name).catch((cause: unknown) => {
+          const result = await os.get(name);
+          if (result === null) throw new CheckpointNotFoundError(`${who}: '${path}' does not exist`);
+          // Removed while it is read (a member's retention dropped it): as if it had not been there.
+          const whole = async () => (await chunkCount(os, bucket, info.nuid)) === info.chunks;
+          const removed = () => new CheckpointNotFoundError(`${who}: '${path}' was removed while it was read (a newer checkpoint replaced it); read the latest one`);
+          return await readObjectChunks(result, whole, removed).catch((cause: unknown) => {
             if (/digests do not match/.test(String((cause as Error)?.message))) {
               throw new CheckpointCorruptedError(`${who}: '${path}' is corrupted: its chunks do not match the SHA-256 digest in its metadata; restore from another checkpoint`, { cause });
             }
             throw cause;
           });
-          if (data === null) throw new CheckpointNotFoundError(`${who}: '${path}' does not exist`);
-          return data;
         })
         .catch(unavailable('read', path));
     },

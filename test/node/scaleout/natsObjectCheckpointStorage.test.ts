@@ -127,6 +127,47 @@ describe('natsObjectCheckpointStorage', () => {
       await storage.close();
     }
   });
+
+  it('ends a read whose object is removed meanwhile with CheckpointNotFoundError, instead of waiting for ever', { timeout: 120_000 }, async () => {
+    // A status read or a purge reads a committed checkpoint that the members' retention may remove at any moment; the
+    // client's getBlob waited for ever on the chunks it no longer found. The chunks go once the read's consumer is
+    // there (the retention's second purge); a read that was quicker than that gives the whole object, and tries again.
+    const bucket = freshBucket();
+    buckets.push(bucket);
+    const storage = natsObjectCheckpointStorage({ servers: NATS, bucket });
+    const jsm = await jetstreamManager(nc);
+    const stream = `OBJ_${bucket}`;
+    const data = new Uint8Array(24 << 20).map((_, i) => i & 0xff);
+    const outcomes: string[] = [];
+    try {
+      for (let attempt = 1; attempt <= 5 && !outcomes.includes('removed'); attempt++) {
+        const name = `job/chk-${attempt}/state`;
+        await storage.write(name, data);
+        const { nuid } = (await (await new Objm(nc).open(bucket)).info(name))!;
+        const consumers = (await jsm.streams.info(stream)).state.consumer_count;
+        let settled = false;
+        const reading = storage.read(name).then(
+          (read) => ({ read }),
+          (error: unknown) => ({ error }),
+        );
+        void reading.then(() => (settled = true));
+        while (!settled && (await jsm.streams.info(stream)).state.consumer_count === consumers) await new Promise((resolve) => setTimeout(resolve, 1));
+        await jsm.streams.purge(stream, { filter: `$O.${bucket}.C.${nuid}` });
+        const outcome = await reading;
+        if ('read' in outcome) {
+          expect(outcome.read).toEqual(data);
+          outcomes.push('whole');
+        } else {
+          expect(outcome.error).toBeInstanceOf(CheckpointNotFoundError);
+          expect((outcome.error as Error).message).toContain(`'${name}' was removed while it was read`);
+          outcomes.push('removed');
+        }
+      }
+      expect(outcomes).toContain('removed');
+    } finally {
+      await storage.close();
+    }
+  });
 });
 
 describe.skipIf(!NATS_SERVER_BINARY)('natsObjectCheckpointStorage without its server', () => {

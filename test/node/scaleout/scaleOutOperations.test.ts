@@ -26,6 +26,8 @@ interface Member {
 }
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** Where the long test is, on stderr: a run that ends at the test's timeout still says which step it reached. */
+const step = (name: string) => console.error(`[scale-out operations ${new Date().toISOString()}] ${name}`);
 
 /** Members that exit unasked for (fenced, failed) end the test at once, with what they printed. */
 const running = new Set<Member>();
@@ -45,7 +47,7 @@ async function until<T>(what: string, read: () => Promise<T>, done: (value: T) =
     for (const member of running) {
       if (member.process.exitCode !== null) throw new Error(`a member exited (${member.process.exitCode}) unasked for:\n${member.lines.join('\n')}`);
     }
-    const value = await read().catch((error: unknown) => (last = error, undefined));
+    const value = await settledWithin(read(), 30_000, what).catch((error: unknown) => (last = error, undefined));
     if (value !== undefined) {
       if (done(value)) return value;
       last = value;
@@ -55,15 +57,27 @@ async function until<T>(what: string, read: () => Promise<T>, done: (value: T) =
   }
 }
 
-/** The member's exit code, or a failure naming what it printed when it has not exited within 60 s. */
-async function exitOf(member: Member): Promise<number | null> {
+/** What `promise` gives, or a failure when it has not settled within `ms` (a read that hangs must not hang the test). */
+async function settledWithin<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`member pid ${member.process.pid} did not exit within 60 s\n${printed()}`)), 60_000)));
+  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`a read for '${what}' did not settle within ${ms} ms`)), ms)));
   try {
-    return await Promise.race([member.exited, late]);
+    return await Promise.race([promise, late]);
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** What `promise` gives within 120 s, or a failure naming `what` and what each member printed last. */
+async function bounded<T>(promise: Promise<T>, what: string): Promise<T> {
+  return settledWithin(promise, 120_000, what).catch((error: unknown) => {
+    throw new Error(`${String(error)}\n${printed()}`);
+  });
+}
+
+/** The member's exit code, or a failure naming what it printed when it has not exited within 60 s. */
+async function exitOf(member: Member): Promise<number | null> {
+  return bounded(member.exited, `member pid ${member.process.pid} to exit`);
 }
 
 describe.skipIf(!up)('scale-out operations: the group status, weir inspect --group, and queries routed to a key\'s owner', () => {
@@ -119,8 +133,13 @@ describe.skipIf(!up)('scale-out operations: the group status, weir inspect --gro
 
     const a = start('m-a', input);
     const b = start('m-b', input);
-    const urlOf = async (member: Member) => (await member.waitFor((line) => line.startsWith('serving '))).slice('serving '.length);
+    const urlOf = async (member: Member) => {
+      const exitedFirst = member.exited.then((code) => Promise.reject(new Error(`member pid ${member.process.pid} exited (${code}) before it served queries`)));
+      const line = await bounded(Promise.race([member.waitFor((line) => line.startsWith('serving ')), exitedFirst]), 'a member to serve queries');
+      return line.slice('serving '.length);
+    };
     const [urlA, urlB] = [await urlOf(a), await urlOf(b)];
+    step('both members serve');
     // Every key group owned as the assignment says, and committed by its owner (a hand-over's new owner commits its
     // first checkpoint soon after it restored).
     const expectedOwner = (kg: number) => (assignedKeyGroups('m-a', ['m-a', 'm-b'], GROUPS).includes(kg) ? 'm-a' : 'm-b');
@@ -158,20 +177,22 @@ describe.skipIf(!up)('scale-out operations: the group status, weir inspect --gro
     expect(owned('m-b').length).toBeGreaterThan(0);
 
     // weir inspect prints the same, as a table or as JSON.
-    const shown = await weir('inspect', '--nats', NATS, '--group', group, '--bucket', bucket);
+    step(`status as assigned\n${printed()}`);
+    const shown = await bounded(weir('inspect', '--nats', NATS, '--group', group, '--bucket', bucket), 'weir inspect --group');
     expect(shown.code, shown.stderr).toBe(0);
     expect(shown.stdout).toContain(`scale-out group ${group}: 2 live members, ${GROUPS} of ${GROUPS} key groups owned`);
     expect(shown.stdout).toMatch(/MEMBER\s+HEARTBEAT\s+KEY GROUPS\s+QUERIES/);
     expect(shown.stdout).toMatch(new RegExp(`m-a\\s+\\d+\\.\\d s ago\\s+[\\d,-]+\\s+${urlA.replace(/[.]/g, '\\.')}`));
     for (const kg of status.keyGroups) expect(shown.stdout).toMatch(new RegExp(`\\n\\s+${kg.keyGroup}\\s+${kg.owner}\\s+\\d+\\s+${kg.owner}\\s+${group}/kg-${kg.keyGroup}/\\S+\\s+\\d+\\s+\\d{4}-`));
-    const json = await weir('inspect', '--nats', NATS, '--group', group, '--json');
+    const json = await bounded(weir('inspect', '--nats', NATS, '--group', group, '--json'), 'weir inspect --group --json');
     expect(json.code, json.stderr).toBe(0);
     const parsed = JSON.parse(json.stdout) as ScaleOutStatus;
     expect(parsed.members.map((m) => m.id)).toEqual(['m-a', 'm-b']);
     expect(parsed.keyGroups.map((kg) => kg.owner)).toEqual(status.keyGroups.map((kg) => kg.owner));
 
     // Each member's query server answers the group's status too, with which member it is and the tasks it runs.
-    const served = (await (await fetch(`${urlA}/v1/group`)).json()) as ScaleOutStatus & { member: string; running: number[] };
+    step('weir inspect printed');
+    const served = (await bounded(fetch(`${urlA}/v1/group`).then((response) => response.json()), 'GET /v1/group')) as ScaleOutStatus & { member: string; running: number[] };
     expect(served.member).toBe('m-a');
     expect(served.running).toEqual(owned('m-a'));
     expect(served.members.map((m) => [m.id, m.owns])).toEqual(status.members.map((m) => [m.id, m.owns]));
@@ -186,31 +207,33 @@ describe.skipIf(!up)('scale-out operations: the group status, weir inspect --gro
       const counts = async () => Promise.all(users.map((user) => client.get<number>('counts', user)));
       expect(await until('every count from both members', counts, (values) => values.every((n) => n === RECORDS / USERS))).toEqual(users.map(() => RECORDS / USERS));
       for (const user of users) {
-        const where = await client.ownerOf(user);
+        const where = await bounded(client.ownerOf(user), `ownerOf(${user})`);
         expect(where).toEqual({ keyGroup: keyGroupOf(user, GROUPS), owner: expectedOwner(keyGroupOf(user, GROUPS)), url: where.owner === 'm-a' ? urlA : urlB });
       }
 
       // Asked directly, a member answers only its own key groups; for the others it names the owner and its address.
       const ofB = users.find((user) => expectedOwner(keyGroupOf(user, GROUPS)) === 'm-b')!;
       const ofA = users.find((user) => expectedOwner(keyGroupOf(user, GROUPS)) === 'm-a')!;
-      expect(await new QueryableStateClient(urlA).get('counts', ofA)).toBe(RECORDS / USERS);
-      const misdirected = await new QueryableStateClient(urlA).get('counts', ofB).catch((error: unknown) => error);
+      expect(await bounded(new QueryableStateClient(urlA).get('counts', ofA), 'a key of a from a')).toBe(RECORDS / USERS);
+      const misdirected = await bounded(new QueryableStateClient(urlA).get('counts', ofB).catch((error: unknown) => error), 'a key of b from a');
       expect(misdirected).toBeInstanceOf(KeyGroupNotOwnedError);
       expect(misdirected).toMatchObject({ keyGroup: keyGroupOf(ofB, GROUPS), owner: 'm-b', url: urlB });
       expect((misdirected as Error).message).toContain(`member 'm-a' of group '${group}' does not own key group ${keyGroupOf(ofB, GROUPS)} (key "${ofB}"): its owner is member 'm-b' at ${urlB}`);
 
+      step('counts and owners answered');
       // b leaves (SIGTERM): a takes its key groups over, restored from b's commits, and the client follows them.
       running.delete(b);
       b.process.kill('SIGTERM');
       expect(await exitOf(b)).toBe(0);
       expect(await until('every count from a after b left', counts, (values) => values.every((n) => n === RECORDS / USERS))).toEqual(users.map(() => RECORDS / USERS));
-      expect(await client.ownerOf(ofB)).toEqual({ keyGroup: keyGroupOf(ofB, GROUPS), owner: 'm-a', url: urlA });
-      const after = await scaleOutStatus({ servers: NATS, group });
+      expect(await bounded(client.ownerOf(ofB), 'ownerOf a key of b after b left')).toEqual({ keyGroup: keyGroupOf(ofB, GROUPS), owner: 'm-a', url: urlA });
+      const after = await bounded(scaleOutStatus({ servers: NATS, group }), 'the status after b left');
       expect(after.members.map((m) => m.id)).toEqual(['m-a']);
       expect(after.members[0]!.owns).toEqual(Array.from({ length: GROUPS }, (_, kg) => kg));
 
       // b comes back (a new address), then a dies (SIGKILL): once a's leases ran out, b claims every key group,
       // restores it from a's commits, and the client, which kept asking, reads every count from b.
+      step('a answers after b left');
       const b2 = start('m-b', input);
       const urlB2 = await urlOf(b2);
       await until(
@@ -218,13 +241,14 @@ describe.skipIf(!up)('scale-out operations: the group status, weir inspect --gro
         () => scaleOutStatus({ servers: NATS, group }),
         (s) => s.keyGroups.every((kg) => kg.owner === expectedOwner(kg.keyGroup)),
       );
+      step('b back with its key groups');
       running.delete(a);
       a.process.kill('SIGKILL');
       await exitOf(a);
       expect(await until('every count from b after a was killed', counts, (values) => values.every((n) => n === RECORDS / USERS))).toEqual(users.map(() => RECORDS / USERS));
-      expect(await client.ownerOf(ofA)).toEqual({ keyGroup: keyGroupOf(ofA, GROUPS), owner: 'm-b', url: urlB2 });
+      expect(await bounded(client.ownerOf(ofA), 'ownerOf a key of a after a was killed')).toEqual({ keyGroup: keyGroupOf(ofA, GROUPS), owner: 'm-b', url: urlB2 });
     } finally {
-      await client.close();
+      await bounded(client.close(), 'the query client to close');
     }
   });
 
